@@ -1,0 +1,1 @@
+"""The stateless public front (DESIGN.md): auth, routing to the owning worker, update streams."""

@@ -1,0 +1,1 @@
+"""The Celery side (DESIGN.md): rating updates, timeout sweeps, scheduled tournament starts."""

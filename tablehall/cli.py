@@ -1,0 +1,78 @@
+"""`tablehall`: the command line. Every failure is a clear message and an exit code, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+EXIT_ILLEGAL = 1
+EXIT_MALFORMED = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tablehall", description="Spectacular Bid and 501♠ match service")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    replay = commands.add_parser("replay", help="re-run a match record and print its outcome (RECORDS.md)")
+    replay.add_argument("file", help="a record file, or - for standard input")
+
+    demo = commands.add_parser("demo", help="bots play a match, shown turn by turn")
+    demo.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
+    demo.add_argument("--players", type=int, default=None, help="501♠: 3 or 4 players")
+    demo.add_argument("--seed", type=int, default=None, help="repeat a demo (default: CSPRNG deals)")
+    demo.add_argument("--pace", type=float, default=0.0, help="seconds to pause between turns on screen")
+    demo.add_argument("--greedy", action="store_true", help="bots prefer scoring plays")
+    demo.add_argument("--record", type=Path, default=None, help="also write the match record here")
+
+    bench = commands.add_parser("bench", help="benchmarks that print figures")
+    bench_kinds = bench.add_subparsers(dest="kind", required=True)
+    engine = bench_kinds.add_parser("engine", help="legal-move applications per second, one core")
+    engine.add_argument("--game", default="all", choices=["all", "spectacular-bid", "501"])
+    engine.add_argument("--seconds", type=float, default=5.0, help="how long to play each game")
+    engine.add_argument("--seed", type=int, default=1)
+
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "replay":
+            return _replay(args.file)
+        if args.command == "demo":
+            from tablehall.demo import run_demo
+
+            return run_demo(args.game, args.players, args.seed, args.pace, args.greedy, args.record)
+        if args.command == "bench" and args.kind == "engine":
+            from tablehall.bench import bench_engine
+
+            return bench_engine(args.game, args.seconds, args.seed)
+    except KeyboardInterrupt:
+        return 130
+    parser.error("unknown command")
+    return EXIT_MALFORMED
+
+
+def _replay(file: str) -> int:
+    from workers.games.records import MalformedRecord, replay
+
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        print(f"tablehall replay: cannot read {file}: {err}", file=sys.stderr)
+        return EXIT_MALFORMED
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as err:
+        print(f"tablehall replay: {file} is not JSON: {err}", file=sys.stderr)
+        return EXIT_MALFORMED
+    try:
+        result = replay(record)
+    except MalformedRecord as err:
+        print(f"tablehall replay: {file} is not a valid record: {err}", file=sys.stderr)
+        return EXIT_MALFORMED
+    print(json.dumps(result.to_json()))
+    return 0 if result.error is None else EXIT_ILLEGAL
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

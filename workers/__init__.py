@@ -1,0 +1,1 @@
+"""Stateful match hosts; `workers.games` is the pure rules core they run."""

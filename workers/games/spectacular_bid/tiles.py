@@ -1,0 +1,79 @@
+"""Tiles of the double-six set (SB-2) and the four ends of the layout (SB-4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from workers.games.errors import MalformedAction
+
+
+@dataclass(frozen=True, slots=True)
+class Tile:
+    """A domino, always held as (high, low): "6-4" and "4-6" name the same tile."""
+
+    high: int
+    low: int
+
+    @property
+    def double(self) -> bool:
+        return self.high == self.low
+
+    @property
+    def pips(self) -> int:
+        return self.high + self.low
+
+    def other(self, pip: int) -> int:
+        """The half that faces out when the half showing `pip` is matched."""
+        return self.low if pip == self.high else self.high
+
+    @staticmethod
+    def parse(text: object) -> Tile:
+        if isinstance(text, str):
+            a, sep, b = text.partition("-")
+            if sep and a.isdigit() and b.isdigit() and len(a) == 1 and len(b) == 1:
+                x, y = int(a), int(b)
+                if x <= 6 and y <= 6:
+                    return tile(x, y)
+        raise MalformedAction(f'unknown tile {text!r}: a tile is "a-b" with a and b from 0 to 6')
+
+    def __str__(self) -> str:
+        return f"{self.high}-{self.low}"
+
+
+TILES: tuple[Tile, ...] = tuple(Tile(high, low) for high in range(6, -1, -1) for low in range(high, -1, -1))
+"""The 28 tiles of the set, each one interned: the deck a host shuffles."""
+
+_BY_PIPS = {(t.high, t.low): t for t in TILES}
+
+
+def tile(a: int, b: int) -> Tile:
+    return _BY_PIPS[(a, b) if a >= b else (b, a)]
+
+
+def lead_rank(t: Tile) -> tuple[int, int, int]:
+    """SB-3: any double beats any other tile, higher doubles first; then pip sum, then the larger half."""
+    return (1, t.high, 0) if t.double else (0, t.pips, t.high)
+
+
+def round_to_five(n: int) -> int:
+    """SB-8: a hand sum to the nearest multiple of 5 (17 → 15, 18 → 20)."""
+    return (n + 2) // 5 * 5
+
+
+class End(Enum):
+    W = "W"
+    E = "E"
+    N = "N"
+    S = "S"
+
+    @staticmethod
+    def parse(text: object) -> End:
+        try:
+            return End(text)
+        except ValueError:
+            raise MalformedAction(f"unknown end {text!r}: an end is W, E, N or S") from None
+
+
+MAIN_ENDS = (End.W, End.E)
+LATERAL_ENDS = (End.N, End.S)

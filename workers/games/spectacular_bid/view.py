@@ -1,0 +1,145 @@
+"""What one seat, or a spectator, may see of a Spectacular Bid match (SB-2: never a hidden tile)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workers.games.engine import JSON, Seat
+from workers.games.spectacular_bid.layout import Layout
+from workers.games.spectacular_bid.rules import legal_actions, next_deadline
+from workers.games.spectacular_bid.state import Phase, State
+from workers.games.spectacular_bid.tiles import End, lead_rank
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutView:
+    lead: str | None
+    lines: tuple[tuple[str, tuple[str, ...]], ...]
+    spinner: int | None
+    open_ends: tuple[tuple[str, int], ...]
+    count: int
+
+    @staticmethod
+    def of(layout: Layout) -> LayoutView:
+        lead = layout.placements[0] if layout.placements else None
+        return LayoutView(
+            str(lead) if lead is not None else None,
+            tuple((end.value, tuple(str(p) for p in layout.line(end))) for end in End),
+            layout.spinner,
+            tuple((end.value, pip) for end, pip in layout.open_ends()),
+            layout.count() if lead is not None else 0,
+        )
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "lead": self.lead,
+            "lines": {end: list(tiles) for end, tiles in self.lines},
+            "spinner": self.spinner,
+            "open_ends": dict(self.open_ends),
+            "count": self.count,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MatchView:
+    seat: Seat | None
+    status: str
+    phase: str
+    round: int
+    turn: Seat | None
+    points: tuple[int, int]
+    banks_ms: tuple[int, int]
+    clock_running: Seat | None
+    decision_since_ms: int | None
+    delay_ms: int
+    deadline_ms: int | None
+    hand: tuple[str, ...] | None
+    hand_sizes: tuple[int, int]
+    boneyard_size: int
+    layout: LayoutView
+    jockey: Seat | None
+    leader: Seat | None
+    auction: tuple[int, Seat] | None
+    ready: tuple[Seat, ...]
+    hand_over: bool
+    winner: Seat | None
+    reason: str | None
+    void_reason: str | None
+    legal: tuple[dict[str, JSON], ...]
+    past_rounds: tuple[dict[str, JSON], ...]
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "game": "spectacular-bid",
+            "seat": self.seat,
+            "status": self.status,
+            "phase": self.phase,
+            "round": self.round,
+            "turn": self.turn,
+            "points": list(self.points),
+            "banks_ms": list(self.banks_ms),
+            "clock_running": self.clock_running,
+            "decision_since_ms": self.decision_since_ms,
+            "delay_ms": self.delay_ms,
+            "deadline_ms": self.deadline_ms,
+            "hand": list(self.hand) if self.hand is not None else None,
+            "hand_sizes": list(self.hand_sizes),
+            "boneyard_size": self.boneyard_size,
+            "layout": self.layout.to_json(),
+            "jockey": self.jockey,
+            "leader": self.leader,
+            "auction": {"bid": self.auction[0], "bidder": self.auction[1]} if self.auction else None,
+            "ready": list(self.ready),
+            "hand_over": self.hand_over,
+            "winner": self.winner,
+            "reason": self.reason,
+            "void_reason": self.void_reason,
+            "legal": list(self.legal),
+            "past_rounds": list(self.past_rounds),
+        }
+
+
+def status(state: State) -> str:
+    if state.void_reason is not None:
+        return "voided"
+    return "finished" if state.phase is Phase.OVER else "in_progress"
+
+
+def view(state: State, seat: Seat | None) -> MatchView:
+    round = state.round
+    clock = state.clock
+    hand = None
+    if seat is not None and round is not None:
+        hand = tuple(str(t) for t in sorted(round.hands[seat], key=lead_rank, reverse=True))
+    auction = None
+    if round is not None and round.auction is not None and round.auction.bid is not None:
+        assert round.auction.bidder is not None
+        auction = (round.auction.bid, round.auction.bidder)
+    running = state.phase in (Phase.AUCTION, Phase.LEAD, Phase.PLAY)
+    return MatchView(
+        seat=seat,
+        status=status(state),
+        phase=state.phase.value,
+        round=len(state.past) + (round is not None),
+        turn=state.turn if running else None,
+        points=state.points,
+        banks_ms=(clock.banks[0], clock.banks[1]),
+        clock_running=clock.turn,
+        decision_since_ms=clock.since if clock.turn is not None else None,
+        delay_ms=clock.settings.delay,
+        deadline_ms=next_deadline(state),
+        hand=hand,
+        hand_sizes=(len(round.hands[0]), len(round.hands[1])) if round else (0, 0),
+        boneyard_size=len(round.boneyard) if round else 0,
+        layout=LayoutView.of(round.layout if round else Layout()),
+        jockey=round.jockey if round else None,
+        leader=round.leader if round else None,
+        auction=auction,
+        ready=tuple(sorted(state.ready)),
+        hand_over=state.hand_over,
+        winner=state.winner,
+        reason=state.reason,
+        void_reason=state.void_reason,
+        legal=tuple(a.to_json() for a in legal_actions(state, seat)) if seat is not None else (),
+        past_rounds=tuple(r.summary() for r in state.past),
+    )
