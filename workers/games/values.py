@@ -26,11 +26,11 @@ def evolve(value: T, **changes: Any) -> T:
 
 
 def _compile(cls: type) -> Callable[..., Any]:
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    names = [f.name for f in fields(cls)]
     params = ", ".join(f"{n}=_UNSET" for n in names)
     args = ", ".join(f"v.{n} if {n} is _UNSET else {n}" for n in names)
     source = f"def copy(v, *, {params}):\n    return cls({args})\n"
     scope: dict[str, Any] = {"cls": cls, "_UNSET": _UNSET}
-    exec(source, scope)  # noqa: S102 - the source is built from the class's own field names
+    exec(source, scope)  # the source is built from the class's own field names
     copier: Callable[..., Any] = scope["copy"]
     return copier

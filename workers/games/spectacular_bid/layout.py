@@ -79,7 +79,7 @@ class Layout:
         """`tile` laid on `end` (the caller has checked that it fits)."""
         pip = next(p for e, p in self.ends if e is end)
         outer = tile.other(pip)
-        arms = tuple(a for a in self.arms if a[0] is not end) + ((end, Arm(outer, tile.double)),)
+        arms = (*(a for a in self.arms if a[0] is not end), (end, Arm(outer, tile.double)))
         spinner, spinner_open = self.spinner, self.spinner_open
         if end in spinner_open:
             spinner_open = tuple(e for e in spinner_open if e is not end)

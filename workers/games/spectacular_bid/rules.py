@@ -6,8 +6,6 @@ Clients only ever get views (view.py).
 
 from __future__ import annotations
 
-from workers.games.values import evolve
-
 from workers.games.engine import CHANCE, Event, Millis, Seat, seconds
 from workers.games.errors import IllegalAction, MalformedAction
 from workers.games.spectacular_bid.actions import (
@@ -37,6 +35,7 @@ from workers.games.spectacular_bid.state import (
     other,
 )
 from workers.games.spectacular_bid.tiles import Tile, lead_rank, round_to_five
+from workers.games.values import evolve
 
 Events = tuple[Event, ...]
 _NONE: Events = ()
@@ -216,10 +215,11 @@ def _auction(state: State, round: Round, seat: Seat, action: Action, now: Millis
     if isinstance(action, Decline):
         if auction.bid is not None:
             raise IllegalAction("a bid stands: accept it or raise")
-        assert round.jockey is not None
-        round = evolve(round, declined=True, leader=round.jockey, auction=None)
+        jockey = round.jockey
+        assert jockey is not None
+        round = evolve(round, declined=True, leader=jockey, auction=None)
         state = evolve(state, phase=Phase.LEAD, round=round)
-        return _decide(state, round.jockey, now), (Event("decline", seat),)
+        return _decide(state, jockey, now), (Event("decline", seat),)
     if isinstance(action, Bid | Raise):
         opening = isinstance(action, Bid)
         if opening and auction.bid is not None:
