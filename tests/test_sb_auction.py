@@ -7,7 +7,7 @@ import pytest
 from tests.sb import GAME, H0_DEFAULT, H1_DEFAULT, act, started
 from workers.games.engine import Seat, millis
 from workers.games.errors import IllegalAction
-from workers.games.spectacular_bid import rules
+from workers.games.spectacular_bid.auction import net
 from workers.games.spectacular_bid.state import Phase, Round
 
 
@@ -56,10 +56,10 @@ def test_jockeys_accepted_20_costs_5_and_the_opponent_receives_5() -> None:
 
 def test_the_discount_is_the_jockeys_only_and_never_goes_below_zero() -> None:
     round = Round((frozenset(), frozenset()), (), jockey=Seat(0))
-    assert rules._net(round, Seat(0), 40) == 25
-    assert rules._net(round, Seat(0), 15) == 0
-    assert rules._net(round, Seat(0), 10) == 0  # floored, never a refund
-    assert rules._net(round, Seat(1), 40) == 40
+    assert net(round, Seat(0), 40) == 25
+    assert net(round, Seat(0), 15) == 0
+    assert net(round, Seat(0), 10) == 0  # floored, never a refund
+    assert net(round, Seat(1), 40) == 40
 
 
 def test_raises_alternate_and_each_is_at_least_5_more() -> None:
