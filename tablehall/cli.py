@@ -34,10 +34,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine.add_argument("--seconds", type=float, default=5.0, help="how long to play each game")
     engine.add_argument("--seed", type=int, default=1)
 
+    serve = commands.add_parser("serve", help="the whole service in one process (env TABLEHALL_HOST/PORT)")
+    serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default 50051; 0 picks a free one)")
+
     args = parser.parse_args(argv)
     try:
         if args.command == "replay":
             return _replay(args.file)
+        if args.command == "serve":
+            import asyncio
+
+            from tablehall.serve import serve, settings
+
+            asyncio.run(serve(*settings(args.host, args.port)))
+            return 0
         if args.command == "demo":
             from tablehall.demo import run_demo
 

@@ -1,0 +1,43 @@
+"""Assembles the gateway's gRPC server: the Matches service, standard health, server reflection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from gateway.service import MatchesService
+from gateway.workers import Router
+from protos.tablehall.v1 import matches_pb2, matches_pb2_grpc
+
+MATCHES = matches_pb2.DESCRIPTOR.services_by_name["Matches"].full_name
+
+
+@dataclass
+class Gateway:
+    server: grpc.aio.Server
+    health: health.HealthServicer
+    port: int
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Graceful shutdown: report NOT_SERVING, then let calls in flight finish within `grace`."""
+        self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+
+
+async def start_gateway(router: Router, host: str = "127.0.0.1", port: int = 0) -> Gateway:
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    matches_pb2_grpc.add_MatchesServicer_to_server(MatchesService(router), server)
+    checker = health.HealthServicer(experimental_non_blocking=True)
+    health_pb2_grpc.add_HealthServicer_to_server(checker, server)
+    names = (MATCHES, health.SERVICE_NAME, reflection.SERVICE_NAME)
+    reflection.enable_server_reflection(names, server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot listen on {host}:{port}")
+    await server.start()
+    for name in ("", MATCHES):
+        checker.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return Gateway(server, checker, bound)

@@ -1,0 +1,124 @@
+"""The public `tablehall.v1.Matches` service: authenticates the caller as one seat (or a spectator),
+stamps each command's arrival, and routes every call to the worker that owns the match."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+import time
+from collections.abc import AsyncIterator
+from importlib import resources
+from typing import Any
+
+import grpc
+from google.protobuf.json_format import MessageToDict
+
+from gateway.status import edge, edge_stream
+from gateway.workers import Router
+from protos.tablehall.v1 import host_pb2, matches_pb2, matches_pb2_grpc
+from workers.errors import NotFound, Unauthenticated
+from workers.games.catalog import game_named
+from workers.games.errors import MalformedAction
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+_MATCH_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def token_sha256(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+def bearer(context: Context, required: bool) -> bytes:
+    """The SHA-256 of the caller's bearer token; empty for a spectator where that is allowed."""
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization":
+            scheme, _, token = str(value).partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Unauthenticated("the authorization metadata must read 'Bearer <token>'")
+            return token_sha256(token.strip())
+    if required:
+        raise Unauthenticated("this needs a seat token: send it as 'authorization: Bearer <token>'")
+    return b""
+
+
+def checked_id(match_id: str) -> str:
+    if not _MATCH_ID.fullmatch(match_id):
+        raise MalformedAction(f"{match_id!r} is not a match id (16 hex digits)")
+    return match_id
+
+
+def rules_text(game: str) -> str:
+    if game_named(game) is None:
+        raise NotFound(f"no game {game!r}: spectacular-bid or 501")
+    return resources.files("gateway").joinpath("rules", f"{game}.md").read_text(encoding="utf-8")
+
+
+class MatchesService(matches_pb2_grpc.MatchesServicer):
+    def __init__(self, router: Router) -> None:
+        self.router = router
+
+    @edge
+    async def CreateMatch(self, request: matches_pb2.CreateMatchRequest, context: Context) -> matches_pb2.CreateMatchResponse:
+        game = game_named(request.game)
+        if game is None:
+            raise MalformedAction(f"unknown game {request.game!r}: spectacular-bid or 501")
+        options: dict[str, Any] = MessageToDict(request.options, preserving_proto_field_name=True)
+        if request.shared_device:
+            options["shared_device"] = True
+        match_id = secrets.token_hex(8)
+        tokens = [secrets.token_urlsafe(24) for _ in request.players]
+        await self.router.owner(match_id).create(
+            host_pb2.HostCreateRequest(
+                match_id=match_id,
+                game=game.name,
+                players=list(request.players),
+                options_json=json.dumps(options),
+                token_sha256=[token_sha256(t) for t in tokens],
+                created_unix_ms=time.time_ns() // 1_000_000,
+            )
+        )
+        seats = [
+            matches_pb2.SeatToken(seat=i, player=p, token=t) for i, (p, t) in enumerate(zip(request.players, tokens))
+        ]
+        return matches_pb2.CreateMatchResponse(match_id=match_id, seats=seats)
+
+    @edge
+    async def Act(self, request: matches_pb2.ActRequest, context: Context) -> matches_pb2.ActResponse:
+        arrival = time.time_ns() // 1_000_000  # stamped before anything else (SB-10: arrival at the server)
+        token = bearer(context, required=True)
+        command = host_pb2.HostCommandRequest(
+            match_id=checked_id(request.match_id), token_sha256=token, action=request.action, arrival_unix_ms=arrival
+        )
+        if request.HasField("seat"):
+            command.seat = request.seat
+        return await self.router.owner(request.match_id).command(command)
+
+    @edge_stream
+    async def Watch(self, request: matches_pb2.WatchRequest, context: Context) -> AsyncIterator[matches_pb2.Update]:
+        watch = host_pb2.HostWatchRequest(
+            match_id=checked_id(request.match_id), token_sha256=bearer(context, required=False), after_seq=request.after_seq
+        )
+        async for update in self.router.owner(request.match_id).watch(watch):
+            yield update
+
+    @edge
+    async def GetView(self, request: matches_pb2.GetViewRequest, context: Context) -> matches_pb2.Update:
+        view = host_pb2.HostViewRequest(
+            match_id=checked_id(request.match_id), token_sha256=bearer(context, required=False)
+        )
+        return await self.router.owner(request.match_id).view(view)
+
+    @edge
+    async def GetRules(self, request: matches_pb2.GetRulesRequest, context: Context) -> matches_pb2.Rules:
+        return matches_pb2.Rules(game=request.game, text=rules_text(request.game))
+
+    @edge
+    async def GetRecord(self, request: matches_pb2.GetRecordRequest, context: Context) -> matches_pb2.Record:
+        ask = host_pb2.HostRecordRequest(match_id=checked_id(request.match_id))
+        return await self.router.owner(request.match_id).record(ask)
+
+    async def Ping(self, request: matches_pb2.PingRequest, context: Context) -> matches_pb2.PingResponse:
+        return matches_pb2.PingResponse()

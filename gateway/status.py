@@ -1,0 +1,81 @@
+"""The one place where error codes become gRPC statuses, with a message a player can read.
+
+Servicer methods are wrapped by `edge` (unary) or `edge_stream` (server streaming). An unexpected
+exception is logged with its traceback on the server and reaches the caller as INTERNAL, never as a trace.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NoReturn, TypeVar
+
+import grpc
+
+from workers.errors import ServiceError
+from workers.games.errors import RulesError
+
+log = logging.getLogger("tablehall")
+
+ERROR_CODE_KEY = "tablehall-error"
+
+STATUS: dict[str, grpc.StatusCode] = {
+    "malformed_input": grpc.StatusCode.INVALID_ARGUMENT,
+    "illegal_action": grpc.StatusCode.FAILED_PRECONDITION,
+    "not_finished": grpc.StatusCode.FAILED_PRECONDITION,
+    "not_found": grpc.StatusCode.NOT_FOUND,
+    "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
+    "permission_denied": grpc.StatusCode.PERMISSION_DENIED,
+    "wrong_owner": grpc.StatusCode.UNAVAILABLE,
+    "unavailable": grpc.StatusCode.UNAVAILABLE,
+    "internal": grpc.StatusCode.INTERNAL,
+}
+
+Known = (ServiceError, RulesError)
+
+R = TypeVar("R")
+
+
+async def abort(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -> NoReturn:
+    code = getattr(error, "code", "internal")
+    await context.abort(STATUS.get(code, grpc.StatusCode.INTERNAL), str(error), ((ERROR_CODE_KEY, code),))
+    raise AssertionError("unreachable")  # context.abort raises
+
+
+def edge(
+    method: Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[R]],
+) -> Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[R]]:
+    @functools.wraps(method)
+    async def wrapped(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> R:
+        try:
+            return await method(self, request, context)
+        except Known as error:
+            await abort(context, error)
+        except grpc.aio.AbortError:
+            raise
+        except Exception:
+            log.exception("unexpected error in %s", method.__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, "internal error: the service logged it")
+            raise
+
+    return wrapped
+
+
+def edge_stream(
+    method: Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[R]],
+) -> Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[R]]:
+    @functools.wraps(method)
+    async def wrapped(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[R]:
+        try:
+            async for item in method(self, request, context):
+                yield item
+        except Known as error:
+            await abort(context, error)
+        except grpc.aio.AbortError:
+            raise
+        except Exception:
+            log.exception("unexpected error in %s", method.__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, "internal error: the service logged it")
+
+    return wrapped

@@ -1,0 +1,155 @@
+"""The async Python SDK for tablehall's public gRPC API.
+
+    async with Client("127.0.0.1:50051") as client:
+        created = await client.create_match("spectacular-bid", ["Ana", "Bia"])
+        ana = client.seat(created.match_id, created.tokens[0])
+        seq, view = await ana.act({"do": "ready"})
+        async for seq, view in ana.watch(after_seq=seq): ...
+
+Actions are written as record events (RECORDS.md): `{"do": "play", "tile": "6-4", "end": "E"}`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import grpc
+from google.protobuf.json_format import ParseDict
+
+from protos.tablehall.v1 import matches_pb2, matches_pb2_grpc
+
+ERROR_CODE_KEY = "tablehall-error"
+
+
+class TablehallError(Exception):
+    """A refused call: `status` is the gRPC status, `code` the service's stable error code."""
+
+    def __init__(self, status: grpc.StatusCode, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+    @staticmethod
+    def of(error: grpc.aio.AioRpcError) -> TablehallError:
+        code = next((str(v) for k, v in error.trailing_metadata() or () if k == ERROR_CODE_KEY), "")
+        return TablehallError(error.code(), code, error.details() or error.code().name)
+
+
+def action_message(action: Mapping[str, Any]) -> matches_pb2.Action:
+    """A record-style action as the typed wire message."""
+    fields = dict(action)
+    do = fields.pop("do", None)
+    kind = {"raise": "raise_", "pass": "pass_"}.get(str(do), str(do))
+    message = matches_pb2.Action()
+    if kind not in matches_pb2.Action.DESCRIPTOR.fields_by_name:
+        raise ValueError(f"unknown action {do!r}")
+    ParseDict(fields, getattr(message, kind))
+    getattr(message, kind).SetInParent()
+    return message
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedMatch:
+    match_id: str
+    players: tuple[str, ...]
+    tokens: tuple[str, ...]
+    """One secret per seat, shown only here."""
+
+
+class SeatClient:
+    """One seat of a match (or a spectator when `token` is None)."""
+
+    def __init__(self, stub: matches_pb2_grpc.MatchesStub, match_id: str, token: str | None) -> None:
+        self.stub = stub
+        self.match_id = match_id
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
+
+    async def act(self, action: Mapping[str, Any], seat: int | None = None) -> tuple[int, dict[str, Any]]:
+        request = matches_pb2.ActRequest(match_id=self.match_id, action=action_message(action))
+        if seat is not None:
+            request.seat = seat
+        try:
+            reply = await self.stub.Act(request, metadata=self.metadata)
+        except grpc.aio.AioRpcError as error:
+            raise TablehallError.of(error) from None
+        return reply.seq, json.loads(reply.view_json)
+
+    async def view(self) -> tuple[int, dict[str, Any]]:
+        try:
+            update = await self.stub.GetView(matches_pb2.GetViewRequest(match_id=self.match_id), metadata=self.metadata)
+        except grpc.aio.AioRpcError as error:
+            raise TablehallError.of(error) from None
+        return update.seq, json.loads(update.view_json)
+
+    async def updates(self, after_seq: int = 0) -> AsyncIterator[matches_pb2.Update]:
+        """The raw stream: one Update per change after `after_seq`; it ends when the match does."""
+        request = matches_pb2.WatchRequest(match_id=self.match_id, after_seq=after_seq)
+        try:
+            async for update in self.stub.Watch(request, metadata=self.metadata):
+                yield update
+        except grpc.aio.AioRpcError as error:
+            raise TablehallError.of(error) from None
+
+    async def watch(self, after_seq: int = 0) -> AsyncIterator[tuple[int, dict[str, Any]]]:
+        async for update in self.updates(after_seq):
+            yield update.seq, json.loads(update.view_json)
+
+
+class Client:
+    def __init__(self, address: str) -> None:
+        self.channel = grpc.aio.insecure_channel(address)
+        self.stub = matches_pb2_grpc.MatchesStub(self.channel)
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+    async def create_match(
+        self,
+        game: str,
+        players: list[str],
+        options: Mapping[str, Any] | None = None,
+        shared_device: bool = False,
+    ) -> CreatedMatch:
+        request = matches_pb2.CreateMatchRequest(game=game, players=players, shared_device=shared_device)
+        if options:
+            ParseDict(dict(options), request.options)
+        try:
+            reply = await self.stub.CreateMatch(request)
+        except grpc.aio.AioRpcError as error:
+            raise TablehallError.of(error) from None
+        return CreatedMatch(reply.match_id, tuple(s.player for s in reply.seats), tuple(s.token for s in reply.seats))
+
+    def seat(self, match_id: str, token: str) -> SeatClient:
+        return SeatClient(self.stub, match_id, token)
+
+    def spectator(self, match_id: str) -> SeatClient:
+        return SeatClient(self.stub, match_id, None)
+
+    async def rules(self, game: str) -> str:
+        try:
+            return (await self.stub.GetRules(matches_pb2.GetRulesRequest(game=game))).text
+        except grpc.aio.AioRpcError as error:
+            raise TablehallError.of(error) from None
+
+    async def record(self, match_id: str) -> dict[str, Any]:
+        try:
+            reply = await self.stub.GetRecord(matches_pb2.GetRecordRequest(match_id=match_id))
+        except grpc.aio.AioRpcError as error:
+            raise TablehallError.of(error) from None
+        record: dict[str, Any] = json.loads(reply.record_json)
+        return record
+
+    async def ping(self) -> None:
+        await self.stub.Ping(matches_pb2.PingRequest())

@@ -1,0 +1,67 @@
+"""Service errors, one class per kind of failure, each with a stable code (the rules' own errors are in
+`workers.games.errors`). The gateway maps every code to a gRPC status once, in `gateway.status`."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from workers.games.errors import IllegalAction, MalformedAction, RulesError
+
+
+class ServiceError(Exception):
+    code: ClassVar[str] = "internal"
+
+
+class NotFound(ServiceError):
+    code = "not_found"
+
+
+class Unauthenticated(ServiceError):
+    """No token, or a token that is no seat of this match."""
+
+    code = "unauthenticated"
+
+
+class NotYourSeat(ServiceError):
+    """A valid token asked to act for another seat."""
+
+    code = "permission_denied"
+
+
+class NotFinished(ServiceError):
+    """What needs a finished match (its record) asked of one still running."""
+
+    code = "not_finished"
+
+
+class NotOwner(ServiceError):
+    """A worker asked for a match of a partition it does not own."""
+
+    code = "wrong_owner"
+
+
+class Unavailable(ServiceError):
+    code = "unavailable"
+
+
+ERRORS: dict[str, type[Exception]] = {
+    cls.code: cls
+    for cls in (
+        NotFound,
+        Unauthenticated,
+        NotYourSeat,
+        NotFinished,
+        NotOwner,
+        Unavailable,
+        IllegalAction,
+        MalformedAction,
+    )
+}
+
+
+def error_for(code: str, message: str) -> Exception:
+    """Rebuild an error that crossed the internal gateway→worker hop."""
+    return ERRORS.get(code, ServiceError)(message)
+
+
+__all__ = ["ERRORS", "RulesError", "ServiceError", "error_for"]
