@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workers.games.engine import JSON, Seat
+from workers.games.spectacular_bid.actions import Action, Play
 from workers.games.spectacular_bid.layout import Layout
 from workers.games.spectacular_bid.rules import legal_actions, next_deadline
 from workers.games.spectacular_bid.state import Phase, State
@@ -66,6 +67,8 @@ class MatchView:
     reason: str | None
     void_reason: str | None
     legal: tuple[dict[str, JSON], ...]
+    counts: tuple[int | None, ...]
+    """For each legal action, the count of the ends after it if it is a play (what it would score)."""
     past_rounds: tuple[dict[str, JSON], ...]
 
     def to_json(self) -> dict[str, JSON]:
@@ -95,6 +98,7 @@ class MatchView:
             "reason": self.reason,
             "void_reason": self.void_reason,
             "legal": list(self.legal),
+            "counts": list(self.counts),
             "past_rounds": list(self.past_rounds),
         }
 
@@ -116,6 +120,8 @@ def view(state: State, seat: Seat | None) -> MatchView:
         assert round.auction.bidder is not None
         auction = (round.auction.bid, round.auction.bidder)
     running = state.phase in (Phase.AUCTION, Phase.LEAD, Phase.PLAY)
+    legal = legal_actions(state, seat) if seat is not None else []
+    layout = round.layout if round is not None else Layout()
     return MatchView(
         seat=seat,
         status=status(state),
@@ -131,7 +137,7 @@ def view(state: State, seat: Seat | None) -> MatchView:
         hand=hand,
         hand_sizes=(len(round.hands[0]), len(round.hands[1])) if round else (0, 0),
         boneyard_size=len(round.boneyard) if round else 0,
-        layout=LayoutView.of(round.layout if round else Layout()),
+        layout=LayoutView.of(layout),
         jockey=round.jockey if round else None,
         leader=round.leader if round else None,
         auction=auction,
@@ -140,6 +146,16 @@ def view(state: State, seat: Seat | None) -> MatchView:
         winner=state.winner,
         reason=state.reason,
         void_reason=state.void_reason,
-        legal=tuple(a.to_json() for a in legal_actions(state, seat)) if seat is not None else (),
+        legal=tuple(a.to_json() for a in legal),
+        counts=tuple(_count_after(layout, a) for a in legal),
         past_rounds=tuple(r.summary() for r in state.past),
     )
+
+
+def _count_after(layout: Layout, action: Action) -> int | None:
+    if not isinstance(action, Play):
+        return None
+    if action.end is None:
+        west = action.tile.high if action.west is None else action.west
+        return layout.lead(action.tile, west).count()
+    return layout.place(action.tile, action.end).count()
