@@ -19,6 +19,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     replay = commands.add_parser("replay", help="re-run a match record and print its outcome (RECORDS.md)")
     replay.add_argument("file", help="a record file, or - for standard input")
 
+    verify = commands.add_parser("verify", help="check every deal of a finished match against its commitment")
+    verify.add_argument("file", help="a record from GetRecord, or - for standard input")
+
     demo = commands.add_parser("demo", help="bots play a match, shown turn by turn")
     demo.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
     demo.add_argument("--players", type=int, default=None, help="501♠: 3 or 4 players")
@@ -42,6 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "replay":
             return _replay(args.file)
+        if args.command == "verify":
+            return _verify(args.file)
         if args.command == "serve":
             import asyncio
 
@@ -63,18 +68,55 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_MALFORMED
 
 
-def _replay(file: str) -> int:
-    from workers.games.records import MalformedRecord, replay
+_UNREADABLE = object()
 
+
+def _read_json(command: str, file: str) -> object:
+    """The JSON in `file` (or stdin); `_UNREADABLE` after printing why it cannot be read."""
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        print(f"tablehall replay: cannot read {file}: {err}", file=sys.stderr)
+        print(f"tablehall {command}: cannot read {file}: {err}", file=sys.stderr)
+        return _UNREADABLE
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        print(f"tablehall {command}: {file} is not JSON: {err}", file=sys.stderr)
+        return _UNREADABLE
+
+
+def _verify(file: str) -> int:
+    from workers.commitments import NotVerifiable, broken_commitments
+    from workers.games.catalog import game_named
+    from workers.games.records import MalformedRecord, replay
+
+    record = _read_json("verify", file)
+    if record is _UNREADABLE:
         return EXIT_MALFORMED
     try:
-        record = json.loads(text)
-    except json.JSONDecodeError as err:
-        print(f"tablehall replay: {file} is not JSON: {err}", file=sys.stderr)
+        game = game_named(str(record.get("game"))) if isinstance(record, dict) else None
+        if game is None:
+            raise NotVerifiable("the record names no known game")
+        problems = broken_commitments(record, game.deals_key)
+        result = replay(record)
+    except (NotVerifiable, MalformedRecord) as err:
+        print(f"tablehall verify: {file} cannot be verified: {err}", file=sys.stderr)
+        return EXIT_MALFORMED
+    if result.error is not None:
+        problems.append(f"event {result.event} is illegal: {result.error}")
+    for problem in problems:
+        print(f"tablehall verify: {problem}", file=sys.stderr)
+    if problems:
+        return EXIT_ILLEGAL
+    print(f"verified: {len(record[game.deals_key])} deal(s) match their commitments; every event is legal")
+    return 0
+
+
+def _replay(file: str) -> int:
+    from workers.games.records import MalformedRecord, replay
+
+    record = _read_json("replay", file)
+    if record is _UNREADABLE:
         return EXIT_MALFORMED
     try:
         result = replay(record)

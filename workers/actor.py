@@ -4,15 +4,14 @@ and every change is published as a numbered snapshot that each watcher turns int
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from protos.tablehall.v1 import matches_pb2
+from workers.commitments import Commitment
 from workers.errors import NotFinished, NotYourSeat, Unauthenticated
 from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.errors import MalformedAction
@@ -24,23 +23,6 @@ _CSPRNG = secrets.SystemRandom()
 
 def unix_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def canonical(value: JSON) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
-
-
-@dataclass(frozen=True, slots=True)
-class Commitment:
-    """SHA-256 of a secret salt and the deal: published at the deal, the salt revealed in the record."""
-
-    salt: bytes
-    sha256: str
-
-    @staticmethod
-    def of(deal: JSON) -> Commitment:
-        salt = secrets.token_bytes(16)
-        return Commitment(salt, hashlib.sha256(salt + canonical(deal)).hexdigest())
 
 
 class MatchActor:
