@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,10 +37,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine.add_argument("--game", default="all", choices=["all", "spectacular-bid", "501"])
     engine.add_argument("--seconds", type=float, default=5.0, help="how long to play each game")
     engine.add_argument("--seed", type=int, default=1)
+    load = bench_kinds.add_parser("service", help="bot-vs-bot matches through the gateway; commands/s, p50/p99")
+    load.add_argument("--matches", type=int, default=400)
+    load.add_argument("--concurrency", type=int, default=200)
+    load.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
+    load.add_argument("--address", default=None, help="an existing gateway (default: start tablehall serve)")
+    load.add_argument("--seed", type=int, default=1)
 
     serve = commands.add_parser("serve", help="the whole service in one process (env TABLEHALL_HOST/PORT)")
     serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default 50051; 0 picks a free one)")
+
+    address = os.environ.get("TABLEHALL_ADDRESS", "127.0.0.1:50051")
+    play = commands.add_parser("play", help="play a match in the terminal (vs bots, a friend, or one shared device)")
+    play.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
+    play.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
+    play.add_argument("--vs", default="bot", choices=["bot", "friend"], help="who plays the other seats")
+    play.add_argument("--join", metavar="MATCH", default=None, help="play a seat of an existing match")
+    play.add_argument("--token", default=None, help="the seat's token (with --join)")
+    play.add_argument("--shared-device", action="store_true", help="every seat on this terminal, hand-over screens")
+    play.add_argument("--players", type=int, default=None, help="501♠: 3 or 4 players")
+    play.add_argument("--name", default="You")
+    play.add_argument("--think", type=float, default=0.5, help="seconds each bot waits before its move")
+    play.add_argument("--points", type=int, default=None, help="Spectacular Bid: starting points (150)")
+    play.add_argument("--bank", type=float, default=None, help="Spectacular Bid: bank seconds (120)")
+    play.add_argument("--start-score", type=int, default=None, help="501♠: starting score (501)")
+
+    bot = commands.add_parser("bot", help="a bot that joins a match with a seat token and plays it to the end")
+    bot.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
+    bot.add_argument("--match", required=True)
+    bot.add_argument("--token", required=True)
+    bot.add_argument("--greedy", action="store_true", help="prefer scoring plays")
+    bot.add_argument("--seed", type=int, default=None)
+    bot.add_argument("--think", type=float, default=0.0, help="seconds to wait before each move")
 
     args = parser.parse_args(argv)
     try:
@@ -62,6 +92,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tablehall.bench import bench_engine
 
             return bench_engine(args.game, args.seconds, args.seed)
+        if args.command == "bench" and args.kind == "service":
+            from tablehall.bench_service import bench_service
+
+            return bench_service(args.address, args.matches, args.concurrency, args.game, args.seed)
+        if args.command == "play":
+            import asyncio
+
+            from tablehall.play import play_options, run_play
+
+            options = play_options(args.game, args.points, args.bank, args.start_score)
+            return asyncio.run(
+                run_play(
+                    args.address, args.game, args.vs, join=args.join, token=args.token, shared=args.shared_device,
+                    players=args.players, name=args.name, think_s=args.think, options=options,
+                )
+            )
+        if args.command == "bot":
+            from tablehall.bots import bot_command
+
+            return bot_command(args.address, args.match, args.token, args.greedy, args.seed, args.think)
     except KeyboardInterrupt:
         return 130
     parser.error("unknown command")

@@ -163,7 +163,10 @@ def replay(record: JSON) -> Replay:
             deal = next(pending, None)
             if deal is None:
                 break
-            match, _ = match.deal(deal, now)
+            try:
+                match, _ = match.deal(deal, now)
+            except RulesError as err:
+                raise MalformedRecord(f"{game.deals_key}[{len(match.deals)}] does not fit the table: {err}") from None
         return match
 
     match = dealt(match, Millis(0))

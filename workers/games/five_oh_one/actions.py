@@ -116,7 +116,7 @@ def parse_action(obj: Mapping[str, JSON]) -> Action:
 
 def _field(obj: Mapping[str, JSON], name: str) -> Any:
     if name not in obj:
-        raise MalformedAction(f'"{obj.get("do")}" needs a "{name}" field')
+        raise MalformedAction(f'"{obj.get("do")}" needs the field "{name}"')
     return obj[name]
 
 

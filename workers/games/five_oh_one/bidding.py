@@ -8,6 +8,7 @@ from workers.games.five_oh_one.actions import MAX_BID, MIN_BID, Declare, trump_c
 from workers.games.five_oh_one.cards import codes, in_deck_order
 from workers.games.five_oh_one.scoring import abandoned, all_passed
 from workers.games.five_oh_one.state import Bidding, Call, Contract, HandResult, Table, Terms, Tricks
+from workers.games.values import evolve
 
 Outcome = tuple[Bidding | Contract | Tricks | HandResult, tuple[Event, ...]]
 
@@ -17,7 +18,7 @@ def look(table: Table, hand: Bidding, seat: Seat) -> tuple[Bidding, tuple[Event,
         raise IllegalAction("you sit this hand out as the dealer: you have no cards to look at")
     if seat in hand.looked:
         raise IllegalAction("you have already looked at your cards")
-    return _with(hand, looked=hand.looked | {seat}), (Event("look", seat),)
+    return evolve(hand, looked=hand.looked | {seat}), (Event("look", seat),)
 
 
 def bid(table: Table, hand: Bidding, seat: Seat, amount: int) -> Outcome:
@@ -33,7 +34,7 @@ def bid(table: Table, hand: Bidding, seat: Seat, amount: int) -> Outcome:
     events = (Event("bid", seat, {"amount": amount}),)
     if len(hand.passed) == len(table.active(hand.dealer)) - 1:
         return _won(table, hand, calls, seat, amount, events)
-    return _with(hand, turn=_next(table, hand, seat, hand.passed), calls=calls), events
+    return evolve(hand, turn=_next(table, hand, seat, hand.passed), calls=calls), events
 
 
 def pass_(table: Table, hand: Bidding, seat: Seat) -> Outcome:
@@ -50,7 +51,7 @@ def pass_(table: Table, hand: Bidding, seat: Seat) -> Outcome:
         )
     if high is not None and len(passed) == len(active) - 1:
         return _won(table, hand, calls, high[0], high[1], events)
-    return _with(hand, turn=_next(table, hand, seat, passed), calls=calls, passed=passed), events
+    return evolve(hand, turn=_next(table, hand, seat, passed), calls=calls, passed=passed), events
 
 
 def abandon(table: Table, hand: Contract, seat: Seat) -> Outcome:
@@ -64,13 +65,11 @@ def declare(table: Table, hand: Contract, seat: Seat, action: Declare) -> Outcom
     """F-5: trump, a target from the bid to 220, one card face down to each opponent."""
     _check_declarer(hand, seat)
     if not hand.bid <= action.target <= MAX_BID:
-        raise IllegalAction(
-            f"the target must be from your bid {hand.bid} to {MAX_BID}, not {action.target} (F-5)"
-        )
+        raise IllegalAction(f"the target must be from your bid {hand.bid} to {MAX_BID}, not {action.target} (F-5)")
     active = table.active(hand.dealer)
-    opponents = tuple(s for s in active if s != seat)
+    opponents = tuple(sorted(s for s in active if s != seat))
     to = tuple(s for s, _ in action.give)
-    if to != opponents:
+    if tuple(sorted(to)) != opponents:
         named = ", ".join(str(s) for s in opponents)
         raise IllegalAction(f"give exactly one card to each opponent (seats {named}) (F-5)")
     mine = hand.hands[seat]
@@ -84,9 +83,7 @@ def declare(table: Table, hand: Contract, seat: Seat, action: Declare) -> Outcom
     hands[seat] = mine.difference(given)
     for opponent, card in action.give:
         hands[opponent] = hands[opponent] | {card}
-    terms = Terms(
-        hand.dealer, hand.talon, hand.calls, seat, hand.bid, hand.blind, action.trump, action.target
-    )
+    terms = Terms(hand.dealer, hand.talon, hand.calls, seat, hand.bid, hand.blind, action.trump, action.target)
     tricks = Tricks(terms, tuple(hands), active[0], (), (), (0,) * table.seats, ())
     event = Event("declare", seat, {"trump": trump_code(action.trump), "target": action.target})
     return tricks, (event,)
@@ -105,9 +102,7 @@ def _won(
     hands = list(hand.hands)
     hands[declarer] = hands[declarer] | frozenset(hand.talon)
     contract = Contract(hand.dealer, tuple(hands), hand.talon, calls, declarer, amount, blind)
-    won = Event(
-        "contract", declarer, {"bid": amount, "blind": blind, "talon": codes(in_deck_order(hand.talon))}
-    )
+    won = Event("contract", declarer, {"bid": amount, "blind": blind, "talon": codes(in_deck_order(hand.talon))})
     return contract, (*events, won)
 
 
@@ -133,22 +128,3 @@ def _next(table: Table, hand: Bidding, seat: Seat, passed: frozenset[Seat]) -> S
         if candidate not in passed:
             return candidate
     raise AssertionError("no one left to bid")
-
-
-def _with(
-    hand: Bidding,
-    *,
-    turn: Seat | None = None,
-    calls: tuple[Call, ...] | None = None,
-    passed: frozenset[Seat] | None = None,
-    looked: frozenset[Seat] | None = None,
-) -> Bidding:
-    return Bidding(
-        hand.dealer,
-        hand.hands,
-        hand.talon,
-        hand.turn if turn is None else turn,
-        hand.calls if calls is None else calls,
-        hand.passed if passed is None else passed,
-        hand.looked if looked is None else looked,
-    )

@@ -33,11 +33,7 @@ def deal_from(table: Table, dealer: Seat, order: Sequence[int]) -> Deal:
 def parse_deal(obj: JSON) -> Deal:
     """A record's deal, checked on its own: 3 or 4 hands of 7 (one may be the dealer's []), 3 talon
     cards, 24 different cards. Whether it fits the table is checked when it is dealt."""
-    if (
-        not isinstance(obj, dict)
-        or not isinstance(obj.get("deal"), list)
-        or not isinstance(obj.get("talon"), list)
-    ):
+    if not isinstance(obj, dict) or not isinstance(obj.get("deal"), list) or not isinstance(obj.get("talon"), list):
         raise MalformedAction('a deal is {"deal": [[cards of seat 0], ...], "talon": [3 cards]}')
     raw_hands: list[JSON] = obj["deal"]
     if not 3 <= len(raw_hands) <= 4 or not all(isinstance(hand, list) for hand in raw_hands):

@@ -42,9 +42,7 @@ class FiveOhOne:
     def legal_actions(self, state: State, seat: Seat) -> Sequence[Action]:
         return legal.legal_actions(state, seat)
 
-    def apply(
-        self, state: State, seat: Seat, action: Action | Deal, now: Millis
-    ) -> tuple[State, tuple[Event, ...]]:
+    def apply(self, state: State, seat: Seat, action: Action | Deal, now: Millis) -> tuple[State, tuple[Event, ...]]:
         return rules.apply(state, seat, action, now)
 
     def view(self, state: State, seat: Seat | None) -> TableView:

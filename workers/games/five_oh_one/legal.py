@@ -48,7 +48,7 @@ class ContractChoices(Sequence[Abandon | Declare]):
 
     def __init__(self, hand: Contract, active: tuple[Seat, ...]) -> None:
         self._hand = hand
-        self._to = tuple(s for s in active if s != hand.declarer)
+        self._to = tuple(sorted(s for s in active if s != hand.declarer))  # `Declare.give` is in seat order
         self._cards: tuple[Card, ...] = in_deck_order(hand.hands[hand.declarer])
         self._targets = range(hand.bid, MAX_BID + 1)
         self._trumps = tuple(TRUMPS.values())

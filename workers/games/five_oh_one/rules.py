@@ -31,9 +31,7 @@ def start(seats: int, options: Mapping[str, JSON], lot: Seat) -> State:
     limit: Millis | None = None
     if raw_limit is not None:
         if not isinstance(raw_limit, int | float) or isinstance(raw_limit, bool) or not 0 < raw_limit < 10**6:
-            raise MalformedAction(
-                f'"decision_limit_s" must be a positive number of seconds, not {raw_limit!r}'
-            )
+            raise MalformedAction(f'"decision_limit_s" must be a positive number of seconds, not {raw_limit!r}')
         limit = millis(raw_limit)
     table = Table(seats, start_score, limit, lot)
     clock = None if limit is None else Clock.fresh(ClockSettings(Millis(0), limit), seats)
@@ -56,9 +54,7 @@ def apply(state: State, seat: Seat, action: object, now: Millis) -> tuple[State,
     if clock is not None:
         deadline = clock.deadline()
         if deadline is not None and now >= deadline:
-            raise IllegalAction(
-                f"too late: seat {clock.turn}'s time to decide ran out at {seconds(deadline)} s"
-            )
+            raise IllegalAction(f"too late: seat {clock.turn}'s time to decide ran out at {seconds(deadline)} s")
     table = state.table
     hand = state.hand
     if seat == CHANCE:
@@ -102,9 +98,7 @@ def on_deadline(state: State, now: Millis) -> tuple[State, tuple[Event, ...]]:
         return state, ()
     flagged = state.clock.turn
     ending = by_time(state.scores, flagged)
-    after = State(
-        state.table, state.scores, state.dealer, state.hand, state.results, state.clock.flag(), ending
-    )
+    after = State(state.table, state.scores, state.dealer, state.hand, state.results, state.clock.flag(), ending)
     return after, (Event("time", flagged, {"t": seconds(deadline)}), _over(ending))
 
 

@@ -20,9 +20,7 @@ _PLAIN = {card: Play(card) for card in DECK}
 _ANNOUNCED = {card: Play(card, True) for card in DECK if partner(card) is not None}
 
 
-def play(
-    table: Table, hand: Tricks, seat: Seat, action: Play
-) -> tuple[Tricks | HandResult, tuple[Event, ...]]:
+def play(table: Table, hand: Tricks, seat: Seat, action: Play) -> tuple[Tricks | HandResult, tuple[Event, ...]]:
     if seat != hand.turn:
         raise IllegalAction(f"not your turn: seat {hand.turn} plays next")
     card = action.card
@@ -51,9 +49,7 @@ def play(
     trick = (*trick, (seat, card))
     events: tuple[Event, ...] = (Event("play", seat, {"card": card.code, "marriage": action.marriage}),)
     if len(trick) < PLAYERS:
-        nxt = Tricks(
-            hand.terms, hands, _left(table, hand.terms.dealer, seat), trick, hand.done, hand.taken, marriages
-        )
+        nxt = Tricks(hand.terms, hands, _left(table, hand.terms.dealer, seat), trick, hand.done, hand.taken, marriages)
         return nxt, events
     winner = _winner(trick, trump)
     points = trick[0][1].points + trick[1][1].points + trick[2][1].points

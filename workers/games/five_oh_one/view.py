@@ -73,9 +73,7 @@ class TableView:
             "trump": self.trump,
             "target": self.target,
             "trick": [{"seat": s, "card": c.code} for s, c in self.trick],
-            "tricks": [
-                {"leader": t.leader, "cards": codes(t.cards), "winner": t.winner} for t in self.tricks
-            ],
+            "tricks": [{"leader": t.leader, "cards": codes(t.cards), "winner": t.winner} for t in self.tricks],
             "marriages": [{"seat": m.seat, "suit": m.suit.value, "value": m.value} for m in self.marriages],
             "legal": list(self.legal),
             "hands": [result.to_json() for result in self.results],
@@ -91,9 +89,7 @@ def view(state: State, seat: Seat | None) -> TableView:
         if state.ending is not None
         else "deal"
         if hand is None
-        else (
-            "bidding" if isinstance(hand, Bidding) else "contract" if isinstance(hand, Contract) else "tricks"
-        )
+        else ("bidding" if isinstance(hand, Bidding) else "contract" if isinstance(hand, Contract) else "tricks")
     )
     dealer = hand.terms.dealer if isinstance(hand, Tricks) else state.dealer if hand is None else hand.dealer
     sizes = (0,) * table.seats if hand is None else tuple(len(cards) for cards in hand.hands)

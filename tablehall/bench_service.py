@@ -1,0 +1,142 @@
+"""`tablehall bench service`: bot-vs-bot matches through the gateway, with the ping baseline in the same run.
+
+Unless `--address` is given it starts `tablehall serve` as a separate process, so that the service and
+the load generator each have their own core. Every seat is a bot that watches its own stream and acts
+when its view offers legal actions, as a real client does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import grpc
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tablehall.client import Client, SeatClient, TablehallError
+
+PLAYERS = {"spectacular-bid": ["A", "B"], "501": ["A", "B", "C"]}
+_NEVER = {"resign", "abandon"}
+
+
+@dataclass
+class Tally:
+    command_s: list[float] = field(default_factory=list)
+    ping_s: list[float] = field(default_factory=list)
+    refused: int = 0
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+@contextlib.asynccontextmanager
+async def service(address: str | None) -> AsyncIterator[str]:
+    if address is not None:
+        yield address
+        return
+    env = {**os.environ, "TABLEHALL_LOG_LEVEL": "WARNING"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0"], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert process.stdout is not None
+        line = await asyncio.to_thread(process.stdout.readline)
+        if "serving on" not in line:
+            raise RuntimeError(f"tablehall serve did not start: {line!r}")
+        yield line.rsplit(" ", 1)[-1].strip()
+    finally:
+        process.terminate()
+        await asyncio.to_thread(process.wait, 10)
+
+
+async def bot(seat: SeatClient, rng: random.Random, tally: Tally) -> None:
+    """Act whenever this seat's view offers something; the reply's view may offer the next move at once."""
+    acted = 0
+    async for update in seat.updates(0):
+        if update.seq <= acted:
+            continue  # already seen in a reply
+        view = json.loads(update.view_json)
+        while legal := [a for a in view["legal"] if a["do"] not in _NEVER]:
+            started = time.perf_counter()
+            try:
+                acted, view = await seat.act(rng.choice(legal))
+            except TablehallError as error:
+                if error.status != grpc.StatusCode.FAILED_PRECONDITION:
+                    raise
+                tally.refused += 1  # the match moved on (a deadline, the other seat): the stream brings it
+                break
+            tally.command_s.append(time.perf_counter() - started)
+
+
+async def one_match(client: Client, game: str, rng: random.Random, tally: Tally) -> None:
+    created = await client.create_match(game, PLAYERS[game])
+    seats = [client.seat(created.match_id, token) for token in created.tokens]
+    await asyncio.gather(*(bot(seat, random.Random(rng.random()), tally) for seat in seats))
+
+
+async def pinger(client: Client, samples: list[float], stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        started = time.perf_counter()
+        await client.ping()
+        samples.append(time.perf_counter() - started)
+        await asyncio.sleep(0.005)
+
+
+async def run(address: str | None, matches: int, concurrency: int, game: str, seed: int) -> Tally:
+    tally = Tally()
+    rng = random.Random(seed)
+    async with service(address) as where, Client(where) as client:
+        for _ in range(50):
+            await client.ping()  # warm the channel
+        gate = asyncio.Semaphore(concurrency)
+        stop = asyncio.Event()
+        columns = (TextColumn("matches"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+            task = progress.add_task("matches", total=matches)
+
+            async def gated() -> None:
+                async with gate:
+                    await one_match(client, game, rng, tally)
+                progress.advance(task)
+
+            pings = asyncio.create_task(pinger(client, tally.ping_s, stop))
+            started = time.perf_counter()
+            await asyncio.gather(*(gated() for _ in range(matches)))
+            tally.wall_s = time.perf_counter() - started  # type: ignore[attr-defined]
+            stop.set()
+            await pings
+    return tally
+
+
+def bench_service(address: str | None, matches: int, concurrency: int, game: str, seed: int) -> int:
+    tally = asyncio.run(run(address, matches, concurrency, game, seed))
+    wall = tally.wall_s  # type: ignore[attr-defined]
+    table = Table(title=f"tablehall bench service: {matches} {game} matches, {concurrency} at a time")
+    for column in ("commands", "commands/s", "command p50", "command p99", "ping p50", "ping p99", "p50 ratio"):
+        table.add_column(column, justify="right")
+    c50, c99 = quantile(tally.command_s, 0.5), quantile(tally.command_s, 0.99)
+    p50, p99 = quantile(tally.ping_s, 0.5), quantile(tally.ping_s, 0.99)
+    table.add_row(
+        str(len(tally.command_s)),
+        f"{len(tally.command_s) / wall:,.0f}",
+        f"{c50 * 1000:.2f} ms",
+        f"{c99 * 1000:.2f} ms",
+        f"{p50 * 1000:.2f} ms",
+        f"{p99 * 1000:.2f} ms",
+        f"{c50 / p50:.2f}×",
+    )
+    Console().print(table)
+    Console().print(f"wall {wall:.1f} s; {tally.refused} commands refused because the match had moved on")
+    return 0
