@@ -10,7 +10,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from importlib import resources
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 from google.protobuf.json_format import MessageToDict
@@ -22,7 +22,7 @@ from workers.errors import NotFound, Unauthenticated
 from workers.games.catalog import game_named
 from workers.games.errors import MalformedAction
 
-Context = grpc.aio.ServicerContext[Any, Any]
+Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
 _MATCH_ID = re.compile(r"[0-9a-f]{16}")
 
@@ -61,7 +61,9 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         self.router = router
 
     @edge
-    async def CreateMatch(self, request: matches_pb2.CreateMatchRequest, context: Context) -> matches_pb2.CreateMatchResponse:
+    async def CreateMatch(
+        self, request: matches_pb2.CreateMatchRequest, context: Context
+    ) -> matches_pb2.CreateMatchResponse:
         game = game_named(request.game)
         if game is None:
             raise MalformedAction(f"unknown game {request.game!r}: spectacular-bid or 501")
@@ -81,7 +83,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
             )
         )
         seats = [
-            matches_pb2.SeatToken(seat=i, player=p, token=t) for i, (p, t) in enumerate(zip(request.players, tokens))
+            matches_pb2.SeatToken(seat=i, player=p, token=t) for i, (p, t) in enumerate(zip(request.players, tokens, strict=True))
         ]
         return matches_pb2.CreateMatchResponse(match_id=match_id, seats=seats)
 
@@ -99,7 +101,9 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
     @edge_stream
     async def Watch(self, request: matches_pb2.WatchRequest, context: Context) -> AsyncIterator[matches_pb2.Update]:
         watch = host_pb2.HostWatchRequest(
-            match_id=checked_id(request.match_id), token_sha256=bearer(context, required=False), after_seq=request.after_seq
+            match_id=checked_id(request.match_id),
+            token_sha256=bearer(context, required=False),
+            after_seq=request.after_seq,
         )
         async for update in self.router.owner(request.match_id).watch(watch):
             yield update

@@ -44,13 +44,15 @@ class GrpcWorker:
 
     async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse:
         try:
-            return await self.stub.Create(request)
+            reply: host_pb2.HostCreateResponse = await self.stub.Create(request)
+            return reply
         except grpc.aio.AioRpcError as error:
             raise _rebuilt(error) from None
 
     async def command(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
         try:
-            return await self.stub.Command(request)
+            reply: matches_pb2.ActResponse = await self.stub.Command(request)
+            return reply
         except grpc.aio.AioRpcError as error:
             raise _rebuilt(error) from None
 
@@ -63,13 +65,15 @@ class GrpcWorker:
 
     async def view(self, request: host_pb2.HostViewRequest) -> matches_pb2.Update:
         try:
-            return await self.stub.View(request)
+            reply: matches_pb2.Update = await self.stub.View(request)
+            return reply
         except grpc.aio.AioRpcError as error:
             raise _rebuilt(error) from None
 
     async def record(self, request: host_pb2.HostRecordRequest) -> matches_pb2.Record:
         try:
-            return await self.stub.Record(request)
+            reply: matches_pb2.Record = await self.stub.Record(request)
+            return reply
         except grpc.aio.AioRpcError as error:
             raise _rebuilt(error) from None
 

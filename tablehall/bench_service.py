@@ -94,10 +94,16 @@ async def pinger(client: Client, samples: list[float], stop: asyncio.Event) -> N
         await asyncio.sleep(0.005)
 
 
+CHANNELS = 16
+"""Bots spread over this many connections, as many devices would be (one HTTP/2 connection serialises)."""
+
+
 async def run(address: str | None, matches: int, concurrency: int, game: str, seed: int) -> Tally:
     tally = Tally()
     rng = random.Random(seed)
-    async with service(address) as where, Client(where) as client:
+    async with service(address) as where, contextlib.AsyncExitStack() as stack:
+        pool = [await stack.enter_async_context(Client(where)) for _ in range(CHANNELS)]
+        client = pool[0]
         for _ in range(50):
             await client.ping()  # warm the channel
         gate = asyncio.Semaphore(concurrency)
@@ -106,14 +112,14 @@ async def run(address: str | None, matches: int, concurrency: int, game: str, se
         with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
             task = progress.add_task("matches", total=matches)
 
-            async def gated() -> None:
+            async def gated(number: int) -> None:
                 async with gate:
-                    await one_match(client, game, rng, tally)
+                    await one_match(pool[number % CHANNELS], game, rng, tally)
                 progress.advance(task)
 
             pings = asyncio.create_task(pinger(client, tally.ping_s, stop))
             started = time.perf_counter()
-            await asyncio.gather(*(gated() for _ in range(matches)))
+            await asyncio.gather(*(gated(number) for number in range(matches)))
             tally.wall_s = time.perf_counter() - started  # type: ignore[attr-defined]
             stop.set()
             await pings

@@ -44,9 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     load.add_argument("--address", default=None, help="an existing gateway (default: start tablehall serve)")
     load.add_argument("--seed", type=int, default=1)
 
-    serve = commands.add_parser("serve", help="the whole service in one process (env TABLEHALL_HOST/PORT)")
-    serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=None, help="port (default 50051; 0 picks a free one)")
+    serving = commands.add_parser("serve", help="the whole service in one process (env TABLEHALL_HOST/PORT)")
+    serving.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
+    serving.add_argument("--port", type=int, default=None, help="port (default 50051; 0 picks a free one)")
 
     address = os.environ.get("TABLEHALL_ADDRESS", "127.0.0.1:50051")
     play = commands.add_parser("play", help="play a match in the terminal (vs bots, a friend, or one shared device)")
@@ -158,6 +158,7 @@ def _verify(file: str) -> int:
         print(f"tablehall verify: {problem}", file=sys.stderr)
     if problems:
         return EXIT_ILLEGAL
+    assert isinstance(record, dict)
     print(f"verified: {len(record[game.deals_key])} deal(s) match their commitments; every event is legal")
     return 0
 

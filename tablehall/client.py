@@ -139,7 +139,7 @@ class Client:
 
     async def rules(self, game: str) -> str:
         try:
-            return (await self.stub.GetRules(matches_pb2.GetRulesRequest(game=game))).text
+            return str((await self.stub.GetRules(matches_pb2.GetRulesRequest(game=game))).text)
         except grpc.aio.AioRpcError as error:
             raise TablehallError.of(error) from None
 

@@ -35,6 +35,7 @@ class MatchActor:
         self.clock = clock
         self.match = Match.start(game, entry.players, entry.options, Seat(entry.lot))
         self.snapshots: list[Match] = []
+        self.views: dict[tuple[int, Seat | None], str] = {}
         self.commitments: list[Commitment] = []
         self.lock = asyncio.Lock()
         self.watchers: set[asyncio.Event] = set()
@@ -78,8 +79,15 @@ class MatchActor:
             return self.seq, self.view_json(seat, self.seq)
 
     def view_json(self, seat: Seat | None, seq: int) -> str:
-        view = self.game.view(self.snapshots[seq - 1].state, seat)
-        return json.dumps(view.to_json(), separators=(",", ":"))
+        """A seat's view at `seq` as sent on the wire; the newest are cached (the reply and the stream share)."""
+        key = (seq, seat)
+        cached = self.views.get(key)
+        if cached is None:
+            view = self.game.view(self.snapshots[seq - 1].state, seat)
+            cached = json.dumps(view.to_json(), separators=(",", ":"))
+            if seq == self.seq:
+                self.views[key] = cached
+        return cached
 
     def update(self, seat: Seat | None, seq: int) -> matches_pb2.Update:
         snapshot = self.snapshots[seq - 1]
@@ -148,6 +156,7 @@ class MatchActor:
             )
 
     def _publish(self) -> None:
+        self.views.clear()
         self.snapshots.append(self.match)
         for wake in self.watchers:
             wake.set()

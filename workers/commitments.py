@@ -44,7 +44,7 @@ def broken_commitments(record: JSON, deals_key: str) -> list[str]:
     problems = []
     if len(commitments) != len(deals):
         problems.append(f"{len(commitments)} commitments for {len(deals)} deals")
-    for index, (published, deal) in enumerate(zip(commitments, deals)):
+    for index, (published, deal) in enumerate(zip(commitments, deals, strict=False)):
         try:
             commitment = Commitment(bytes.fromhex(published["salt"]), str(published["sha256"]))
         except (TypeError, KeyError, ValueError):
