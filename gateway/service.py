@@ -83,7 +83,8 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
             )
         )
         seats = [
-            matches_pb2.SeatToken(seat=i, player=p, token=t) for i, (p, t) in enumerate(zip(request.players, tokens, strict=True))
+            matches_pb2.SeatToken(seat=seat, player=player, token=token)
+            for seat, (player, token) in enumerate(zip(request.players, tokens, strict=True))
         ]
         return matches_pb2.CreateMatchResponse(match_id=match_id, seats=seats)
 
