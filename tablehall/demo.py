@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.console import Console
 
-from tablehall.selfplay import greedy_policy, random_policy, self_play
+from tablehall.selfplay import self_play
 from workers.games.catalog import game_named
 from workers.games.engine import Event, Seat, seconds
 
@@ -23,17 +23,18 @@ def run_demo(
 ) -> int:
     game = game_named(game_name)
     assert game is not None
-    count = players or game.min_seats if game_name != "501" else players or 3
+    count = players or (3 if game_name == "501" else game.min_seats)
     if not game.min_seats <= count <= game.max_seats:
         Console(stderr=True).print(f"{game_name} takes {game.min_seats} to {game.max_seats} players")
         return 2
     rng: random.Random = secrets.SystemRandom() if seed is None else random.Random(seed)
     names = NAMES[:count]
-    policy = greedy_policy if greedy else random_policy
+    # random 501♠ bidders overbid and every score drifts up: its bots play the greedy heuristic
+    smart = greedy or game_name == "501"
     console = Console()
     console.rule(f"[bold]{game_name}[/]: {' vs '.join(names)}")
     last = None
-    for turn in self_play(game, names, rng, policies=[policy] * count):
+    for turn in self_play(game, names, rng, greedy=[smart] * count):
         last = turn
         for event in turn.events:
             line = _narrate(event, names)
@@ -66,9 +67,11 @@ def _narrate(event: Event, names: list[str]) -> str | None:
     if kind == "draw":
         return f"{who} draws ({facts.get('left')} left in the boneyard)"
     if kind == "pass":
-        return f"{who} cannot play or draw: forced pass"
+        return f"{who} passes" + (" (cannot play or draw)" if facts.get("forced") else "")
     if kind == "deal":
-        return f"[bold cyan]— deal {facts.get('round') or facts.get('hand', '')} —[/]"
+        number = f" {facts['round']}" if "round" in facts else ""
+        dealer = f", {names[event.seat]} deals" if event.seat is not None and event.seat >= 0 else ""
+        return f"[bold cyan]— deal{number}{dealer} —[/]"
     details = ", ".join(f"{k} {v}" for k, v in facts.items() if v is not None)
     return f"{who}: {kind}{' (' + details + ')' if details else ''}"
 
@@ -88,7 +91,17 @@ def _board(view: dict[str, Any], names: list[str], now: int) -> str:
                 bank = max(0, bank - over)
             banks.append(f"{names[seat]} {view['points'][seat]} pts {seconds(bank):.1f}s")
         return f"   {west} {centre} {east}{arms}   | count {layout['count']} | " + " · ".join(banks)
-    return "   " + json.dumps({k: view[k] for k in view if k in ("scores", "phase", "turn", "trick")})
+    return "   " + _table_501(view, names)
+
+
+def _table_501(view: dict[str, Any], names: list[str]) -> str:
+    scores = " · ".join(f"{names[seat]} {score}" for seat, score in enumerate(view["scores"]))
+    parts = [scores]
+    if view.get("declarer") is not None and view.get("trump"):
+        parts.append(f"{names[view['declarer']]} {view['target']} in {view['trump']}")
+    if view.get("trick"):
+        parts.append("trick " + " ".join(f"{names[c['seat']]}:{c['card']}" for c in view["trick"]))
+    return " | ".join(parts)
 
 
 def _flip(tile: str) -> str:

@@ -8,7 +8,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tablehall.selfplay import greedy_policy, random_policy, self_play
+from tablehall.selfplay import self_play
 from tests.sb import GAME
 from workers.games.engine import Seat
 from workers.games.records import Match, replay
@@ -30,8 +30,8 @@ def play(case: dict[str, object]) -> list[Match]:
     rng = random.Random(case["seed"])  # type: ignore[arg-type]
     options = {"shared_device": case["shared_device"], "start_points": case["start_points"]}
     think = (0, 16_000) if case["slow"] else (100, 4_000)
-    policy = greedy_policy if case["greedy"] else random_policy
-    steps = self_play(GAME, ["A", "B"], rng, options=options, think_ms=think, policies=[policy, random_policy])
+    greedy = [bool(case["greedy"]), False]
+    steps = self_play(GAME, ["A", "B"], rng, options=options, think_ms=think, greedy=greedy)
     return [turn.match for turn in steps]
 
 

@@ -115,7 +115,7 @@ def draw(state: State, round: Round, seat: Seat, now: Millis) -> tuple[State, Ev
         return state, events
     # SB-6: the boneyard is empty and nothing plays: the pass is forced; this draw ended the decision
     state = evolve(state, clock=state.clock.stop(now), round=evolve(round, passes=round.passes + 1))
-    events += (Event("pass", seat),)
+    events += (Event("pass", seat, {"forced": True}),)
     assert state.round is not None
     if state.round.passes >= 2:
         return _block(state, now), events
@@ -133,7 +133,7 @@ def _next_turn(state: State, seat: Seat, now: Millis) -> tuple[State, Events]:
             return decide(state, seat, now), events
         round = evolve(round, passes=round.passes + 1)
         state = evolve(state, round=round)
-        events += (Event("pass", seat),)
+        events += (Event("pass", seat, {"forced": True}),)
         if round.passes >= 2:
             return _block(state, now), events
         seat = other(seat)
