@@ -7,7 +7,10 @@ mypy-protobuf plugins (typed stubs) before the Python files are collected.
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 import sys
+import tempfile
 from pathlib import Path
 
 from setuptools import setup
@@ -21,7 +24,6 @@ def generate_protos() -> None:
 
     include = Path(protoc.__file__).resolve().parent / "_proto"
     protos = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "protos").rglob("*.proto"))
-    scripts = Path(sys.executable).parent
     args = [
         "protoc",
         f"-I{ROOT}",
@@ -29,10 +31,9 @@ def generate_protos() -> None:
         f"--python_out={ROOT}",
         f"--grpc_python_out={ROOT}",
     ]
-    mypy, mypy_grpc = scripts / "protoc-gen-mypy", scripts / "protoc-gen-mypy_grpc"
-    if mypy.exists() and mypy_grpc.exists():
-        args += [f"--plugin=protoc-gen-mypy={mypy}", f"--mypy_out={ROOT}"]
-        args += [f"--plugin=protoc-gen-mypy_grpc={mypy_grpc}", f"--mypy_grpc_out={ROOT}"]
+    plugins = Path(tempfile.mkdtemp(prefix="tablehall-protoc-"))
+    args += [f"--plugin=protoc-gen-mypy={_plugin(plugins, 'main')}", f"--mypy_out={ROOT}"]
+    args += [f"--plugin=protoc-gen-mypy_grpc={_plugin(plugins, 'grpc')}", f"--mypy_grpc_out={ROOT}"]
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
@@ -40,6 +41,28 @@ def generate_protos() -> None:
             raise SystemExit("protoc failed on " + " ".join(protos))
     finally:
         os.chdir(cwd)
+
+
+def _plugin(folder: Path, entry: str) -> str:
+    """mypy-protobuf's protoc plugin: on PATH, or run by this interpreter with the build's own sys.path
+    (pip's isolated build environment does not always put the plugin's script where protoc looks)."""
+    name = "protoc-gen-mypy" if entry == "main" else "protoc-gen-mypy_grpc"
+    found = shutil.which(name)
+    if found:
+        return found
+    import mypy_protobuf.main  # build requirement
+
+    script = folder / name
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        f"sys.path[:0] = {[p for p in sys.path if p]!r}\n"
+        f"from mypy_protobuf.main import {entry}\n"
+        f"sys.exit({entry}())\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    _ = mypy_protobuf.main
+    return str(script)
 
 
 class BuildWithProtos(build_py):
