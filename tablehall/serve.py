@@ -15,6 +15,7 @@ from workers.host import MatchHost
 async def serve(host: str, port: int, ready: asyncio.Event | None = None) -> None:
     logging.basicConfig(level=os.environ.get("TABLEHALL_LOG_LEVEL", "INFO"), format="%(asctime)s %(name)s %(message)s")
     matches = MatchHost()
+    await matches.start()
     gateway = await start_gateway(Router([matches]), host, port)
     print(f"tablehall serving on {host}:{gateway.port}", flush=True)
     stop = asyncio.Event()

@@ -1,10 +1,12 @@
 """One match, one actor: its commands run one at a time, its deadline timer fires through the engine,
-and every change is published as a numbered snapshot that each watcher turns into its own view."""
+and every change is written to the log before anyone hears of it, then published as a numbered
+snapshot that each watcher turns into its own view."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
@@ -16,9 +18,16 @@ from workers.errors import NotFinished, NotYourSeat, Unauthenticated
 from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.errors import MalformedAction
 from workers.games.records import Match
-from workers.storage import LogEntry, MatchEntry, Storage
+from workers.replay_log import Position, changes, fresh
+from workers.storage import FencedOut, LogEntry, MatchEntry, Progress, Snapshot, Storage, Stored
+
+log = logging.getLogger("tablehall.worker")
 
 _CSPRNG = secrets.SystemRandom()
+Pending = tuple[str, Seat | None, dict[str, JSON], Millis]
+"""A step to log: kind, seat, action, time."""
+SNAPSHOT_EVERY = 64
+"""Changes between snapshots: recovery replays at most this many steps per match."""
 
 
 def unix_ms() -> int:
@@ -27,30 +36,69 @@ def unix_ms() -> int:
 
 class MatchActor:
     def __init__(
-        self, entry: MatchEntry, game: Game[Any, Any, Any], storage: Storage, clock: Callable[[], int] = unix_ms
+        self,
+        entry: MatchEntry,
+        game: Game[Any, Any, Any],
+        storage: Storage,
+        epoch: int,
+        position: Position,
+        *,
+        clock: Callable[[], int] = unix_ms,
+        tolerance_ms: int = 1000,
+        on_fenced: Callable[[MatchActor, FencedOut], None] | None = None,
     ) -> None:
         self.entry = entry
         self.game = game
         self.storage = storage
+        self.epoch = epoch
+        self.position = position
         self.clock = clock
-        self.match = Match.start(game, entry.players, entry.options, Seat(entry.lot))
-        self.snapshots: list[Match] = []
+        self.tolerance_ms = tolerance_ms
+        self.on_fenced = on_fenced
+        self.snapshots: list[Match] = [position.match] if position.change else []
+        self.first_seq = max(1, position.change)
         self.views: dict[tuple[int, Seat | None], str] = {}
-        self.commitments: list[Commitment] = []
         self.lock = asyncio.Lock()
         self.watchers: set[asyncio.Event] = set()
         self.timer: asyncio.TimerHandle | None = None
         self.firing: set[asyncio.Task[None]] = set()
-        self._deal(Millis(0))
-        self._publish()
+        self.closed = False
+
+    @classmethod
+    async def create(
+        cls, entry: MatchEntry, game: Game[Any, Any, Any], storage: Storage, epoch: int, **kw: Any
+    ) -> MatchActor:
+        await storage.create(entry, epoch)
+        actor = cls(entry, game, storage, epoch, fresh(game, entry), **kw)
+        async with actor.lock:
+            await actor._commit(actor.match, [], Millis(0))
+        return actor
+
+    @classmethod
+    def restore(
+        cls, stored: Stored, game: Game[Any, Any, Any], storage: Storage, epoch: int, **kw: Any
+    ) -> MatchActor:
+        """Rebuild from the last snapshot and the steps logged after it."""
+        position = Position.thaw(game, stored.snapshot.blob) if stored.snapshot else fresh(game, stored.entry)
+        for _ in changes(game, position, stored.entries):
+            pass
+        return cls(stored.entry, game, storage, epoch, position, **kw)
+
+    @property
+    def match(self) -> Match:
+        return self.position.match
 
     @property
     def seq(self) -> int:
-        return len(self.snapshots)
+        return self.position.change
 
     @property
     def match_id(self) -> str:
         return self.entry.match_id
+
+    @property
+    def commitments(self) -> list[Commitment]:
+        return self.position.commitments
 
     def seat_of(self, token_sha256: bytes) -> Seat:
         if not token_sha256:
@@ -63,7 +111,7 @@ class MatchActor:
     async def command(
         self, token_sha256: bytes, claimed: int | None, action: dict[str, JSON], arrival_unix_ms: int
     ) -> tuple[int, str]:
-        """Apply one seat's command at its stamped arrival; nothing changes unless it is legal."""
+        """Apply one seat's command at its stamped arrival; acknowledged only once it is in the log."""
         seat = self.seat_of(token_sha256)
         if claimed is not None and claimed != seat:
             raise NotYourSeat(f"this token acts for seat {seat}, not seat {claimed}")
@@ -71,26 +119,33 @@ class MatchActor:
         async with self.lock:
             # a command stamped before the last change is counted at that change (one actor, in order)
             now = Millis(max(self.match.now, arrival_unix_ms - self.entry.created_unix_ms))
-            self.match, _ = self.match.apply(seat, parsed, now)
-            self.storage.append(self.match_id, LogEntry(self.seq + 1, seat, action, now))
-            self._deal(now)
-            self._publish()
-            self.arm()
+            match, _ = self.match.apply(seat, parsed, now)
+            await self._commit(match, [("command", seat, action, now)], now)
             return self.seq, self.view_json(seat, self.seq)
+
+    async def void(self, reason: str, at_ms: Millis) -> None:
+        """SB-11: a proven service fault ends the match with no result, the reason in the log."""
+        async with self.lock:
+            if self.match.over:
+                return
+            now = Millis(max(self.match.now, at_ms))
+            match, _ = self.match.void(reason, now)
+            await self._commit(match, [("void", None, {"reason": reason}, now)], now)
+            log.warning("match %s voided: %s", self.match_id, reason)
 
     def view_json(self, seat: Seat | None, seq: int) -> str:
         """A seat's view at `seq` as sent on the wire; the newest are cached (the reply and the stream share)."""
         key = (seq, seat)
         cached = self.views.get(key)
         if cached is None:
-            view = self.game.view(self.snapshots[seq - 1].state, seat)
+            view = self.game.view(self.snapshots[seq - self.first_seq].state, seat)
             cached = json.dumps(view.to_json(), separators=(",", ":"))
             if seq == self.seq:
                 self.views[key] = cached
         return cached
 
     def update(self, seat: Seat | None, seq: int) -> matches_pb2.Update:
-        snapshot = self.snapshots[seq - 1]
+        snapshot = self.snapshots[seq - self.first_seq]
         published = self.commitments[: len(snapshot.deals)]
         return matches_pb2.Update(
             match_id=self.match_id,
@@ -106,11 +161,13 @@ class MatchActor:
         seat = self.seat_of(token_sha256) if token_sha256 else None
         if after_seq > self.seq:
             raise MalformedAction(f"after_seq {after_seq} is ahead of the match, which is at {self.seq}")
+        if after_seq + 1 < self.first_seq:
+            await self._rebuild_history()
         wake = asyncio.Event()
         self.watchers.add(wake)
         try:
             next_seq = after_seq + 1
-            while True:
+            while not self.closed:
                 while next_seq <= self.seq:
                     yield self.update(seat, next_seq)
                     next_seq += 1
@@ -132,7 +189,20 @@ class MatchActor:
         ]
         return record
 
+    def progress(self, match: Match) -> Progress:
+        """What the match table records besides the log: status, void reason, the next deadline."""
+        deadline = None if match.over else self.game.next_deadline(match.state)
+        status = "voided" if match.void_reason else "finished" if match.over else "in_progress"
+        return Progress(
+            status,
+            match.void_reason,
+            None if deadline is None else self.entry.created_unix_ms + deadline,
+            deadline is not None,
+        )
+
     def close(self) -> None:
+        """Stop serving this match (shutdown, or another worker owns it now)."""
+        self.closed = True
         if self.timer is not None:
             self.timer.cancel()
         for wake in self.watchers:
@@ -140,20 +210,40 @@ class MatchActor:
 
     # --- inside the actor ------------------------------------------------------------------------
 
-    def _deal(self, now: Millis) -> None:
-        """Chance's turn: shuffle with the CSPRNG, commit to the deal, apply it."""
-        while self.game.needs_deal(self.match.state):
-            order = list(range(self.game.deck_size(self.match.state)))
+    async def _commit(self, match: Match, steps: list[Pending], now: Millis) -> None:
+        """Deal what chance owes, write every step, and only then make the change visible."""
+        commitments: list[Commitment] = []
+        while self.game.needs_deal(match.state):
+            order = list(range(self.game.deck_size(match.state)))
             _CSPRNG.shuffle(order)
-            deal = self.game.deal_from(self.match.state, order)
+            deal = self.game.deal_from(match.state, order)
             dealt = self.game.deal_json(deal)
             commitment = Commitment.of(dealt)
-            self.match, _ = self.match.deal(deal, now)
-            self.commitments.append(commitment)
-            self.storage.append(
-                self.match_id,
-                LogEntry(self.seq + 1, None, {"deal": dealt, "salt": commitment.salt.hex()}, now),
-            )
+            match, _ = match.deal(deal, now)
+            commitments.append(commitment)
+            steps.append(("deal", None, {"deal": dealt, "salt": commitment.salt.hex()}, now))
+        change = self.seq + 1
+        logged = self.position.logged
+        progress = self.progress(match)
+        try:
+            for kind, seat, action, t in steps:
+                logged += 1
+                entry = LogEntry(logged, change, kind, seat, action, t)
+                await self.storage.append(self.match_id, self.entry.partition, self.epoch, entry, progress)
+        except FencedOut as fenced:
+            log.error("match %s: %s; this worker stops serving it", self.match_id, fenced)
+            if self.on_fenced is not None:
+                self.on_fenced(self, fenced)
+            raise
+        self.position.match = match
+        self.position.commitments.extend(commitments)
+        self.position.logged = logged
+        self.position.change = change
+        self._publish()
+        self.arm()
+        if change % SNAPSHOT_EVERY == 0 and not match.over:
+            snapshot = Snapshot(change, self.position.freeze())
+            await self.storage.snapshot(self.match_id, self.entry.partition, self.epoch, snapshot)
 
     def _publish(self) -> None:
         self.views.clear()
@@ -161,13 +251,23 @@ class MatchActor:
         for wake in self.watchers:
             wake.set()
 
+    async def _rebuild_history(self) -> None:
+        """A watcher resumes from before this worker recovered the match: replay the whole log."""
+        async with self.lock:
+            if self.first_seq == 1:
+                return
+            position = fresh(self.game, self.entry)
+            history = list(changes(self.game, position, await self.storage.log(self.match_id)))
+            self.snapshots = history[: self.seq]
+            self.first_seq = 1
+
     def arm(self) -> None:
         """The deadline timer follows `next_deadline` after every change."""
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
         deadline = self.game.next_deadline(self.match.state)
-        if deadline is None or self.match.over:
+        if deadline is None or self.match.over or self.closed:
             return
         delay = (self.entry.created_unix_ms + deadline - self.clock() + 1) / 1000
         self.timer = asyncio.get_running_loop().call_later(max(0.0, delay), self._on_timer)
@@ -178,11 +278,20 @@ class MatchActor:
         task.add_done_callback(self.firing.discard)
 
     async def _fire(self) -> None:
+        """The deadline timer: settle what is due, or void the match if the timer came too late (SB-11)."""
         async with self.lock:
+            deadline = self.game.next_deadline(self.match.state)
             now = Millis(max(self.match.now, self.clock() - self.entry.created_unix_ms))
-            match, events = self.match.advance(now)
-            if events:
-                self.match = match
-                self._deal(now)
-                self._publish()
-            self.arm()
+            if deadline is None or deadline > now or self.match.over or self.closed:
+                self.arm()
+                return
+            try:
+                if now - deadline > self.tolerance_ms:
+                    match, _ = self.match.void("timer_late", now)
+                    log.warning("match %s: deadline timer fired %d ms late: voided", self.match_id, now - deadline)
+                    await self._commit(match, [("void", None, {"reason": "timer_late"}, now)], now)
+                else:
+                    match, _ = self.match.advance(now)
+                    await self._commit(match, [("deadline", None, {}, now)], now)
+            except FencedOut:
+                return

@@ -1,4 +1,5 @@
-"""A worker's matches: creates actors, routes each request to its match's actor, refuses foreign matches.
+"""A worker's matches: claims its partitions, recovers their unfinished matches, routes each request
+to its match's actor, and refuses matches it does not own.
 
 Requests and replies are the internal API's messages (protos/tablehall/v1/host.proto), so the gateway
 calls this the same way in process (embedded mode) and over gRPC (separate worker processes).
@@ -6,20 +7,26 @@ calls this the same way in process (embedded mode) and over gRPC (separate worke
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
+import os
 import secrets
 from collections.abc import AsyncIterator
 
 from google.protobuf.json_format import MessageToDict
 
 from protos.tablehall.v1 import host_pb2, matches_pb2
-from workers.actor import MatchActor
+from workers.actor import MatchActor, unix_ms
 from workers.errors import NotFound, NotOwner
 from workers.games.catalog import game_named
-from workers.games.engine import JSON, Seat
+from workers.games.engine import JSON, Millis, Seat
 from workers.games.errors import MalformedAction
-from workers.partitions import owner_of
-from workers.storage import MatchEntry, MemoryStorage, Storage
+from workers.partitions import PARTITIONS, partition_of
+from workers.storage import FencedOut, MatchEntry, MemoryStorage, Storage
+
+log = logging.getLogger("tablehall.worker")
 
 
 def action_json(action: matches_pb2.Action) -> dict[str, JSON]:
@@ -32,23 +39,86 @@ def action_json(action: matches_pb2.Action) -> dict[str, JSON]:
 
 
 class MatchHost:
-    def __init__(self, storage: Storage | None = None, ordinal: int = 0, workers: int = 1) -> None:
-        self.storage = storage if storage is not None else MemoryStorage()
+    def __init__(
+        self,
+        storage: Storage | None = None,
+        ordinal: int = 0,
+        workers: int = 1,
+        *,
+        tolerance_ms: int = 1000,
+        owner: str | None = None,
+    ) -> None:
+        self.storage: Storage = storage if storage is not None else MemoryStorage()
         self.ordinal = ordinal
         self.workers = workers
+        self.tolerance_ms = tolerance_ms
+        self.owner = owner or f"worker-{ordinal}-{os.getpid()}-{secrets.token_hex(3)}"
+        self.partitions = [p for p in range(PARTITIONS) if p % workers == ordinal]
+        self.epochs: dict[int, int] = {}
+        self.lost: set[int] = set()
         self.actors: dict[str, MatchActor] = {}
+        self.beating: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Claim this worker's partitions and carry on their unfinished matches (SB-11 on a long outage)."""
+        last_alive = await self.storage.last_heartbeat(self.partitions)
+        self.epochs = await self.storage.claim(self.owner, self.partitions)
+        now = unix_ms()
+        await self.storage.heartbeat(self.owner, now)
+        outage = None if last_alive is None else now - last_alive
+        recovered = voided = 0
+        for stored in await self.storage.unfinished(self.partitions):
+            game = game_named(stored.entry.game)
+            assert game is not None
+            epoch = self.epochs[stored.entry.partition]
+            actor = MatchActor.restore(stored, game, self.storage, epoch, **self._actor_kw())
+            self.actors[actor.match_id] = actor
+            recovered += 1
+            if stored.progress.clock_running and outage is not None and outage > self.tolerance_ms:
+                await actor.void("worker_down", Millis(now - actor.entry.created_unix_ms))
+                voided += 1
+            actor.arm()
+        self.beating = asyncio.create_task(self._beat())
+        log.info(
+            "%s owns %d partitions; recovered %d matches (%d voided: down %s ms)",
+            self.owner, len(self.partitions), recovered, voided, outage,
+        )
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(self.tolerance_ms / 4000)
+            with contextlib.suppress(Exception):
+                await self.storage.heartbeat(self.owner, unix_ms())
+
+    def _actor_kw(self) -> dict[str, object]:
+        return {"tolerance_ms": self.tolerance_ms, "on_fenced": self._fenced}
+
+    def _fenced(self, actor: MatchActor, error: FencedOut) -> None:
+        """Another process claimed this partition: stop serving all of its matches here."""
+        partition = actor.entry.partition
+        if partition not in self.lost:
+            log.error("%s: partition %d is owned by another worker now; no longer serving it", self.owner, partition)
+        self.lost.add(partition)
+        for match_id, other in list(self.actors.items()):
+            if other.entry.partition == partition:
+                other.close()
+                del self.actors[match_id]
+
+    def _owned(self, match_id: str) -> int:
+        partition = partition_of(match_id)
+        if partition % self.workers != self.ordinal or partition in self.lost:
+            raise NotOwner(f"worker {self.ordinal} does not own match {match_id}")
+        return partition
 
     def actor(self, match_id: str) -> MatchActor:
-        if owner_of(match_id, self.workers) != self.ordinal:
-            raise NotOwner(f"worker {self.ordinal} does not own match {match_id}")
+        self._owned(match_id)
         actor = self.actors.get(match_id)
         if actor is None:
             raise NotFound(f"no match {match_id!r}")
         return actor
 
     async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse:
-        if owner_of(request.match_id, self.workers) != self.ordinal:
-            raise NotOwner(f"worker {self.ordinal} does not own match {request.match_id}")
+        partition = self._owned(request.match_id)
         game = game_named(request.game)
         if game is None:
             raise MalformedAction(f"unknown game {request.game!r}: spectacular-bid or 501")
@@ -62,22 +132,16 @@ class MatchHost:
         options = json.loads(request.options_json) if request.options_json else {}
         if not isinstance(options, dict):
             raise MalformedAction("options must be an object")
+        if request.match_id in self.actors:
+            raise MalformedAction(f"match {request.match_id} exists already")
+        lot = secrets.randbelow(len(players))
+        game.start(len(players), options, Seat(lot))  # the engine validates the options
         entry = MatchEntry(
-            request.match_id,
-            game.name,
-            players,
-            options,
-            tuple(request.token_sha256),
-            request.created_unix_ms,
-            secrets.randbelow(len(players)),
+            request.match_id, game.name, players, options, tuple(request.token_sha256),
+            request.created_unix_ms, lot, partition,
         )
-        if entry.match_id in self.actors:
-            raise MalformedAction(f"match {entry.match_id} exists already")
-        game.start(len(players), options, Seat(entry.lot))  # the engine validates the options
-        self.storage.create(entry)
-        actor = MatchActor(entry, game, self.storage)
+        actor = await MatchActor.create(entry, game, self.storage, self.epochs.get(partition, 0), **self._actor_kw())
         self.actors[entry.match_id] = actor
-        actor.arm()
         return host_pb2.HostCreateResponse()
 
     async def command(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
@@ -101,6 +165,14 @@ class MatchHost:
         record = self.actor(request.match_id).record()
         return matches_pb2.Record(record_json=json.dumps(record))
 
+    async def stop(self) -> None:
+        if self.beating is not None:
+            self.beating.cancel()
+        for actor in self.actors.values():
+            actor.close()
+
     def close(self) -> None:
+        if self.beating is not None:
+            self.beating.cancel()
         for actor in self.actors.values():
             actor.close()

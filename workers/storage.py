@@ -1,11 +1,24 @@
-"""Where a worker keeps what it accepted. One interface; in memory for now, the durable log later."""
+"""Where a worker keeps what it accepted: one interface, in memory or durable (SQL, see `workers/sql/`).
+
+Every method is a coroutine; `append` returns only once the entry is committed, so a command is
+acknowledged only after its event is durable. Writes are fenced: a worker claims its partitions with a
+new epoch, and a write for a partition whose epoch has moved on is refused with `FencedOut`, so two
+processes that both believe they own a partition never both write one match.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
+from workers.errors import ServiceError
 from workers.games.engine import JSON
+
+
+class FencedOut(ServiceError):
+    """Another worker claimed this partition after us: our writes are refused, we stop serving it."""
+
+    code = "wrong_owner"
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,40 +30,152 @@ class MatchEntry:
     token_sha256: tuple[bytes, ...]
     created_unix_ms: int
     lot: int
+    partition: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class LogEntry:
-    """One accepted change: a command (seat, action, t) or a deal (seat None, with its commitment salt)."""
+    """One accepted step of a match, replayed in order by recovery.
+
+    `kind` is "command" (a seat's action, as its record event), "deal" (`action` holds the deal as the
+    record writes it and its commitment salt in hex) or "deadline" (the deadline timer settled what was
+    due at `t_ms`). `seq` numbers the log (unique per match); `change` is the watch sequence number of
+    the published change the step belongs to (a command and the deal it triggers share one).
+    """
 
     seq: int
+    change: int
+    kind: str
     seat: int | None
     action: dict[str, JSON]
     t_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The pickled `Match` value after change `seq` (recovery loads it, then the entries after it)."""
+
+    seq: int
+    blob: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What the match table says about a match besides its log (for sweeps, recovery and metrics)."""
+
+    status: str = "in_progress"
+    """in_progress, finished or voided."""
+    void_reason: str | None = None
+    deadline_unix_ms: int | None = None
+    """When the match's next deadline falls, if a clock runs: the sweeps' index."""
+    clock_running: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """An unfinished match as recovery reads it."""
+
+    entry: MatchEntry
+    snapshot: Snapshot | None
+    entries: tuple[LogEntry, ...]
+    """The log after the snapshot (all of it without one), in order."""
+    progress: Progress
+
+
 class Storage(Protocol):
-    def create(self, entry: MatchEntry) -> None: ...
+    async def claim(self, owner: str, partitions: list[int]) -> dict[int, int]:
+        """Take these partitions for `owner`, each with a new epoch (fencing out any previous owner)."""
+        ...
 
-    def append(self, match_id: str, entry: LogEntry) -> None: ...
+    async def heartbeat(self, owner: str, at_unix_ms: int) -> None:
+        """`owner` is alive at this instant (recovery measures an outage from the last one)."""
+        ...
 
-    def entries(self, match_id: str) -> list[LogEntry]: ...
+    async def last_heartbeat(self, partitions: list[int]) -> int | None:
+        """The newest heartbeat of whoever owned these partitions before (None: never owned)."""
+        ...
+
+    async def create(self, entry: MatchEntry, epoch: int) -> None: ...
+
+    async def append(
+        self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress
+    ) -> None:
+        """Commit one change and the match's new progress; raises `FencedOut` if the epoch moved on."""
+        ...
+
+    async def snapshot(self, match_id: str, partition: int, epoch: int, snapshot: Snapshot) -> None: ...
+
+    async def unfinished(self, partitions: list[int]) -> list[Stored]: ...
+
+    async def log(self, match_id: str) -> list[LogEntry]:
+        """The whole log of one match, in order (to rebuild the history a resuming watcher asks for)."""
+        ...
+
+    async def close(self) -> None: ...
 
 
 @dataclass
 class MemoryStorage:
+    """The in-memory storage: nothing survives the process; fencing works the same way."""
+
     matches: dict[str, MatchEntry] = field(default_factory=dict)
     logs: dict[str, list[LogEntry]] = field(default_factory=dict)
+    progress: dict[str, Progress] = field(default_factory=dict)
+    snapshots: dict[str, Snapshot] = field(default_factory=dict)
+    epochs: dict[int, int] = field(default_factory=dict)
+    owners: dict[int, str] = field(default_factory=dict)
+    beats: dict[str, int] = field(default_factory=dict)
 
-    def create(self, entry: MatchEntry) -> None:
+    async def claim(self, owner: str, partitions: list[int]) -> dict[int, int]:
+        for p in partitions:
+            self.epochs[p] = self.epochs.get(p, 0) + 1
+            self.owners[p] = owner
+        return {p: self.epochs[p] for p in partitions}
+
+    async def heartbeat(self, owner: str, at_unix_ms: int) -> None:
+        self.beats[owner] = at_unix_ms
+
+    async def last_heartbeat(self, partitions: list[int]) -> int | None:
+        beats = [self.beats[self.owners[p]] for p in partitions if self.owners.get(p) in self.beats]
+        return max(beats, default=None)
+
+    def _fence(self, partition: int, epoch: int) -> None:
+        if self.epochs.get(partition, 0) != epoch:
+            raise FencedOut(f"partition {partition} was claimed by {self.owners.get(partition)} (epoch moved on)")
+
+    async def create(self, entry: MatchEntry, epoch: int) -> None:
+        self._fence(entry.partition, epoch)
         self.matches[entry.match_id] = entry
         self.logs[entry.match_id] = []
+        self.progress[entry.match_id] = Progress()
 
-    def append(self, match_id: str, entry: LogEntry) -> None:
-        self.logs[match_id].append(entry)
+    async def append(
+        self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress
+    ) -> None:
+        self._fence(partition, epoch)
+        log = self.logs[match_id]
+        if log and log[-1].seq >= entry.seq:
+            raise ValueError(f"match {match_id}: seq {entry.seq} after {log[-1].seq}")
+        log.append(entry)
+        self.progress[match_id] = progress
 
-    def entries(self, match_id: str) -> list[LogEntry]:
+    async def snapshot(self, match_id: str, partition: int, epoch: int, snapshot: Snapshot) -> None:
+        self._fence(partition, epoch)
+        self.snapshots[match_id] = snapshot
+
+    async def unfinished(self, partitions: list[int]) -> list[Stored]:
+        wanted = set(partitions)
+        found = []
+        for match_id, entry in self.matches.items():
+            progress = self.progress[match_id]
+            if entry.partition in wanted and progress.status == "in_progress":
+                snap = self.snapshots.get(match_id)
+                after = tuple(e for e in self.logs[match_id] if snap is None or e.seq > snap.seq)
+                found.append(Stored(entry, snap, after, progress))
+        return found
+
+    async def log(self, match_id: str) -> list[LogEntry]:
         return list(self.logs.get(match_id, []))
 
-
-_ = Any
+    async def close(self) -> None:
+        return None
