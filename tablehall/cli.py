@@ -47,6 +47,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving = commands.add_parser("serve", help="the whole service in one process (env TABLEHALL_HOST/PORT)")
     serving.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     serving.add_argument("--port", type=int, default=None, help="port (default 50051; 0 picks a free one)")
+    serving.add_argument("--workers", type=int, default=None, help="worker processes (default 0: in process)")
+    serving.add_argument("--database-url", default=None, help="memory, or a URL (TABLEHALL_DATABASE_URL)")
+
+    front = commands.add_parser("gateway", help="the gateway alone, routing to worker processes")
+    front.add_argument("--host", default=None)
+    front.add_argument("--port", type=int, default=None)
+    front.add_argument("--workers", type=int, default=None, help="how many workers (TABLEHALL_WORKERS)")
+    front.add_argument(
+        "--worker-address", default=None, help="template with {ordinal}/{port} (TABLEHALL_WORKER_ADDRESS)"
+    )
+
+    worker = commands.add_parser("worker", help="a match worker owning the partitions p with p mod N = K")
+    worker.add_argument("--ordinal", type=int, required=True)
+    worker.add_argument("--workers", type=int, default=None)
+    worker.add_argument("--host", default="127.0.0.1")
+    worker.add_argument("--port", type=int, default=None, help="default: TABLEHALL_WORKER_BASE_PORT + ordinal")
+    worker.add_argument("--database-url", default=None, help="memory, or a URL (TABLEHALL_DATABASE_URL)")
 
     address = os.environ.get("TABLEHALL_ADDRESS", "127.0.0.1:50051")
     play = commands.add_parser("play", help="play a match in the terminal (vs bots, a friend, or one shared device)")
@@ -82,7 +99,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             from tablehall.serve import serve, settings
 
-            asyncio.run(serve(*settings(args.host, args.port)))
+            asyncio.run(serve(*settings(args.host, args.port), args.workers or 0, args.database_url))
+            return 0
+        if args.command == "gateway":
+            import asyncio
+
+            from tablehall.serve import run_gateway, settings
+
+            asyncio.run(run_gateway(*settings(args.host, args.port), args.workers or 0, args.worker_address))
+            return 0
+        if args.command == "worker":
+            import asyncio
+
+            from tablehall.serve import run_worker
+
+            asyncio.run(run_worker(args.ordinal, args.workers or 1, args.host, args.port, args.database_url))
             return 0
         if args.command == "demo":
             from tablehall.demo import run_demo

@@ -1,33 +1,122 @@
-"""`tablehall serve`: the whole service in one process (gateway + an in-process worker, in memory)."""
+"""`tablehall serve`, `tablehall gateway` and `tablehall worker`: the service's processes.
+
+`serve` is the whole service in one process (gateway + one in-process worker on the embedded SQLite
+file), or with `--workers N` the gateway here and N real worker processes beside it.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
 
 from gateway.server import start_gateway
-from gateway.workers import Router
+from gateway.workers import GrpcWorker, Router, WorkerClient
 from workers.host import MatchHost
+from workers.service import start_worker_server
+from workers.settings import Topology, open_storage, tolerance_ms
 
 
-async def serve(host: str, port: int, ready: asyncio.Event | None = None) -> None:
+def _logging() -> None:
     logging.basicConfig(level=os.environ.get("TABLEHALL_LOG_LEVEL", "INFO"), format="%(asctime)s %(name)s %(message)s")
-    matches = MatchHost()
-    await matches.start()
-    gateway = await start_gateway(Router([matches]), host, port)
-    print(f"tablehall serving on {host}:{gateway.port}", flush=True)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
+async def _until_stopped() -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    if ready is not None:
-        ready.set()
     await stop.wait()
-    print("tablehall: shutting down", flush=True)
+
+
+async def serve(host: str, port: int, workers: int = 0, database_url: str | None = None) -> None:
+    _logging()
+    topology = Topology.from_env(workers)
+    async with _workers(topology, database_url) as clients:
+        gateway = await start_gateway(Router(clients), host, port)
+        where = "in process" if topology.workers == 0 else f"in {topology.workers} worker processes"
+        print(f"tablehall serving on {host}:{gateway.port} (matches {where})", flush=True)
+        await _until_stopped()
+        print("tablehall: shutting down", flush=True)
+        await gateway.stop(grace=5.0)
+
+
+async def run_gateway(host: str, port: int, workers: int, address: str | None) -> None:
+    """The stateless front alone, routing to `workers` worker processes at `address`."""
+    _logging()
+    topology = Topology.from_env(workers, address)
+    if topology.workers < 1:
+        raise SystemExit("tablehall gateway needs --workers N ≥ 1 (or TABLEHALL_WORKERS)")
+    clients = [GrpcWorker(topology.worker_address(k)) for k in range(topology.workers)]
+    gateway = await start_gateway(Router(clients), host, port)
+    print(f"tablehall gateway serving on {host}:{gateway.port}", flush=True)
+    await _until_stopped()
     await gateway.stop(grace=5.0)
-    matches.close()
+
+
+async def run_worker(ordinal: int, workers: int, host: str, port: int | None, database_url: str | None) -> None:
+    _logging()
+    topology = Topology.from_env(workers)
+    if not 0 <= ordinal < max(1, topology.workers):
+        raise SystemExit(f"--ordinal must be from 0 to {topology.workers - 1}")
+    storage = await open_storage(database_url)
+    matches = MatchHost(storage, ordinal, max(1, topology.workers), tolerance_ms=tolerance_ms())
+    await matches.start()
+    listen = f"{host}:{port if port is not None else topology.base_port + ordinal}"
+    server, bound = await start_worker_server(matches, listen)
+    print(f"tablehall worker {ordinal} of {topology.workers} serving on {host}:{bound}", flush=True)
+    await _until_stopped()
+    await server.stop(grace=5.0)
+    await matches.stop()
+    await storage.close()
+
+
+@contextlib.asynccontextmanager
+async def _workers(topology: Topology, database_url: str | None) -> AsyncIterator[list[WorkerClient]]:
+    if topology.workers == 0:
+        storage = await open_storage(database_url)
+        matches = MatchHost(storage, tolerance_ms=tolerance_ms())
+        await matches.start()
+        try:
+            yield [matches]
+        finally:
+            await matches.stop()
+            await storage.close()
+        return
+    children = []
+    url = database_url or _default_url()
+    if url != "memory":
+        from workers.sql.migrate import migrate
+
+        await asyncio.to_thread(migrate, url)  # once, before the workers start (they would race on it)
+    try:
+        for k in range(topology.workers):
+            command = [sys.executable, "-m", "tablehall.cli", "worker", "--ordinal", str(k)]
+            command += ["--workers", str(topology.workers), "--database-url", url]
+            children.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True))
+        for child in children:
+            assert child.stdout is not None
+            line = await asyncio.to_thread(child.stdout.readline)
+            if "serving on" not in line:
+                raise SystemExit(f"a worker did not start: {line!r}")
+        yield [GrpcWorker(topology.worker_address(k)) for k in range(topology.workers)]
+    finally:
+        for child in children:
+            child.terminate()
+        for child in children:
+            await asyncio.to_thread(child.wait, 10)
+
+
+def _default_url() -> str:
+    from workers.sql.engine import database_url
+
+    return database_url()
 
 
 def settings(host: str | None, port: int | None) -> tuple[str, int]:

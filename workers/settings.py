@@ -1,0 +1,48 @@
+"""Settings shared by the gateway and the workers, from flags or the environment, so both compute the
+same partition map and worker addresses (k8s: one ConfigMap feeds both)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from workers.storage import MemoryStorage, Storage
+
+MEMORY = "memory"
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    workers: int
+    """How many worker processes share the partitions (0: one worker inside the gateway's process)."""
+    address: str
+    """Where worker k listens: a template with {ordinal} and {port} (= base port + ordinal)."""
+    base_port: int
+
+    def worker_address(self, ordinal: int) -> str:
+        return self.address.format(ordinal=ordinal, port=self.base_port + ordinal)
+
+    @staticmethod
+    def from_env(workers: int | None = None, address: str | None = None) -> Topology:
+        return Topology(
+            workers if workers is not None else int(os.environ.get("TABLEHALL_WORKERS", "0")),
+            address or os.environ.get("TABLEHALL_WORKER_ADDRESS", "127.0.0.1:{port}"),
+            int(os.environ.get("TABLEHALL_WORKER_BASE_PORT", "50061")),
+        )
+
+
+def tolerance_ms() -> int:
+    """SB-11: how long an owner may be down or a timer late before a running clock's match is voided."""
+    return int(float(os.environ.get("TABLEHALL_TOLERANCE_S", "1")) * 1000)
+
+
+async def open_storage(url: str | None) -> Storage:
+    """`memory`, or a database URL (default: `TABLEHALL_DATABASE_URL`, else the SQLite file tablehall.db)."""
+    from workers.sql.engine import database_url
+
+    url = url or database_url()
+    if url == MEMORY:
+        return MemoryStorage()
+    from workers.sql.storage import SqlStorage
+
+    return await SqlStorage.open(url)
