@@ -34,6 +34,7 @@ class Tally:
     command_s: list[float] = field(default_factory=list)
     ping_s: list[float] = field(default_factory=list)
     refused: int = 0
+    wall_s: float = 0.0
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -42,20 +43,19 @@ def quantile(values: list[float], q: float) -> float:
 
 
 @contextlib.asynccontextmanager
-async def service(address: str | None) -> AsyncIterator[str]:
+async def service(address: str | None, workers: int, database_url: str) -> AsyncIterator[str]:
     if address is not None:
         yield address
         return
     env = {**os.environ, "TABLEHALL_LOG_LEVEL": "WARNING"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0"], stdout=subprocess.PIPE, text=True, env=env
-    )
+    command = [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0", "--database-url", database_url]
+    process = subprocess.Popen([*command, "--workers", str(workers)], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert process.stdout is not None
         line = await asyncio.to_thread(process.stdout.readline)
         if "serving on" not in line:
             raise RuntimeError(f"tablehall serve did not start: {line!r}")
-        yield line.rsplit(" ", 1)[-1].strip()
+        yield line.split("serving on ", 1)[1].split()[0]
     finally:
         process.terminate()
         await asyncio.to_thread(process.wait, 10)
@@ -98,10 +98,12 @@ CHANNELS = 16
 """Bots spread over this many connections, as many devices would be (one HTTP/2 connection serialises)."""
 
 
-async def run(address: str | None, matches: int, concurrency: int, game: str, seed: int) -> Tally:
+async def run(
+    address: str | None, matches: int, concurrency: int, game: str, seed: int, workers: int, database_url: str
+) -> Tally:
     tally = Tally()
     rng = random.Random(seed)
-    async with service(address) as where, contextlib.AsyncExitStack() as stack:
+    async with service(address, workers, database_url) as where, contextlib.AsyncExitStack() as stack:
         pool = [await stack.enter_async_context(Client(where)) for _ in range(CHANNELS)]
         client = pool[0]
         for _ in range(50):
@@ -120,16 +122,19 @@ async def run(address: str | None, matches: int, concurrency: int, game: str, se
             pings = asyncio.create_task(pinger(client, tally.ping_s, stop))
             started = time.perf_counter()
             await asyncio.gather(*(gated(number) for number in range(matches)))
-            tally.wall_s = time.perf_counter() - started  # type: ignore[attr-defined]
+            tally.wall_s = time.perf_counter() - started
             stop.set()
             await pings
     return tally
 
 
-def bench_service(address: str | None, matches: int, concurrency: int, game: str, seed: int) -> int:
-    tally = asyncio.run(run(address, matches, concurrency, game, seed))
-    wall = tally.wall_s  # type: ignore[attr-defined]
-    table = Table(title=f"tablehall bench service: {matches} {game} matches, {concurrency} at a time")
+def bench_service(
+    address: str | None, matches: int, concurrency: int, game: str, seed: int, workers: int, database_url: str
+) -> int:
+    tally = asyncio.run(run(address, matches, concurrency, game, seed, workers, database_url))
+    wall = tally.wall_s
+    where = address or f"{workers or 'no'} worker processes, storage {database_url}"
+    table = Table(title=f"tablehall bench service: {matches} {game} matches, {concurrency} at a time ({where})")
     for column in ("commands", "commands/s", "command p50", "command p99", "ping p50", "ping p99", "p50 ratio"):
         table.add_column(column, justify="right")
     c50, c99 = quantile(tally.command_s, 0.5), quantile(tally.command_s, 0.99)

@@ -43,6 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     load.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
     load.add_argument("--address", default=None, help="an existing gateway (default: start tablehall serve)")
     load.add_argument("--seed", type=int, default=1)
+    load.add_argument("--workers", type=int, default=0, help="worker processes behind the gateway (0: in process)")
+    load.add_argument("--database-url", default="memory", help="memory (default), or a database URL")
 
     serving = commands.add_parser("serve", help="the whole service in one process (env TABLEHALL_HOST/PORT)")
     serving.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
@@ -126,7 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "bench" and args.kind == "service":
             from tablehall.bench_service import bench_service
 
-            return bench_service(args.address, args.matches, args.concurrency, args.game, args.seed)
+            return bench_service(
+                args.address, args.matches, args.concurrency, args.game, args.seed, args.workers, args.database_url
+            )
         if args.command == "play":
             import asyncio
 

@@ -88,11 +88,15 @@ class SeatClient:
     async def updates(self, after_seq: int = 0) -> AsyncIterator[matches_pb2.Update]:
         """The raw stream: one Update per change after `after_seq`; it ends when the match does."""
         request = matches_pb2.WatchRequest(match_id=self.match_id, after_seq=after_seq)
+        call = self.stub.Watch(request, metadata=self.metadata)
         try:
-            async for update in self.stub.Watch(request, metadata=self.metadata):
+            async for update in call:
                 yield update
         except grpc.aio.AioRpcError as error:
             raise TablehallError.of(error) from None
+        finally:
+            if isinstance(call, grpc.aio.Call):
+                call.cancel()  # a caller that stops reading early closes the stream now, not at garbage collection
 
     async def watch(self, after_seq: int = 0) -> AsyncIterator[tuple[int, dict[str, Any]]]:
         async for update in self.updates(after_seq):

@@ -44,6 +44,10 @@ async def serve(host: str, port: int, workers: int = 0, database_url: str | None
         print(f"tablehall serving on {host}:{gateway.port} (matches {where})", flush=True)
         await _until_stopped()
         print("tablehall: shutting down", flush=True)
+        gateway.health.enter_graceful_shutdown()
+        for client in clients:
+            if isinstance(client, MatchHost):
+                await client.stop()  # ends the watch streams, so calls in flight finish within the grace
         await gateway.stop(grace=5.0)
 
 

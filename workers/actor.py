@@ -120,8 +120,9 @@ class MatchActor:
             # a command stamped before the last change is counted at that change (one actor, in order)
             now = Millis(max(self.match.now, arrival_unix_ms - self.entry.created_unix_ms))
             match, _ = self.match.apply(seat, parsed, now)
+            change = self.seq + 1
             await self._commit(match, [("command", seat, action, now)], now)
-            return self.seq, self.view_json(seat, self.seq)
+            return change, self.view_json(seat, change)
 
     async def void(self, reason: str, at_ms: Millis) -> None:
         """SB-11: a proven service fault ends the match with no result, the reason in the log."""
@@ -140,7 +141,7 @@ class MatchActor:
         if cached is None:
             view = self.game.view(self.snapshots[seq - self.first_seq].state, seat)
             cached = json.dumps(view.to_json(), separators=(",", ":"))
-            if seq == self.seq:
+            if seq >= self.seq - 1:
                 self.views[key] = cached
         return cached
 
@@ -211,17 +212,23 @@ class MatchActor:
     # --- inside the actor ------------------------------------------------------------------------
 
     async def _commit(self, match: Match, steps: list[Pending], now: Millis) -> None:
-        """Deal what chance owes, write every step, and only then make the change visible."""
-        commitments: list[Commitment] = []
-        while self.game.needs_deal(match.state):
-            order = list(range(self.game.deck_size(match.state)))
+        """Write the steps, then make the change visible; a deal it calls for is a change of its own,
+        so every watcher sees how a round ended before the next deal replaces it."""
+        if steps:
+            await self._write(match, steps, [])
+        current = self.match
+        while self.game.needs_deal(current.state):
+            order = list(range(self.game.deck_size(current.state)))
             _CSPRNG.shuffle(order)
-            deal = self.game.deal_from(match.state, order)
+            deal = self.game.deal_from(current.state, order)
             dealt = self.game.deal_json(deal)
             commitment = Commitment.of(dealt)
-            match, _ = match.deal(deal, now)
-            commitments.append(commitment)
-            steps.append(("deal", None, {"deal": dealt, "salt": commitment.salt.hex()}, now))
+            current, _ = current.deal(deal, now)
+            step: Pending = ("deal", None, {"deal": dealt, "salt": commitment.salt.hex()}, now)
+            await self._write(current, [step], [commitment])
+
+    async def _write(self, match: Match, steps: list[Pending], commitments: list[Commitment]) -> None:
+        """Append one change's steps to the log; only once they are committed is the change published."""
         change = self.seq + 1
         logged = self.position.logged
         progress = self.progress(match)
@@ -246,7 +253,8 @@ class MatchActor:
             await self.storage.snapshot(self.match_id, self.entry.partition, self.epoch, snapshot)
 
     def _publish(self) -> None:
-        self.views.clear()
+        for key in [k for k in self.views if k[0] < self.seq - 1]:
+            del self.views[key]
         self.snapshots.append(self.match)
         for wake in self.watchers:
             wake.set()

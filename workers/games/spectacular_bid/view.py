@@ -110,7 +110,8 @@ def status(state: State) -> str:
 
 
 def view(state: State, seat: Seat | None) -> MatchView:
-    round = state.round
+    # between rounds (the settlement, before the next deal) the round just ended stays on the table
+    round = state.round if state.round is not None else (state.past[-1] if state.past else None)
     clock = state.clock
     hand = None
     if seat is not None and round is not None:
@@ -126,7 +127,7 @@ def view(state: State, seat: Seat | None) -> MatchView:
         seat=seat,
         status=status(state),
         phase=state.phase.value,
-        round=len(state.past) + (round is not None),
+        round=len(state.past) + (state.round is not None),
         turn=state.turn if running else None,
         points=state.points,
         banks_ms=(clock.banks[0], clock.banks[1]),
