@@ -82,8 +82,15 @@ def test_501_declaration_is_concrete_and_gives_one_card_each() -> None:
         "target": {"min": 80, "max": 220},
         "give": {"to": [1, 2], "cards": "two different cards of your hand"},
     }
-    view = {"game": "501", "phase": "contract", "seat": 0, "turn": 0, "bid": 80, "hand": hand,
-            "legal": [{"do": "abandon"}, summary]}
+    view = {
+        "game": "501",
+        "phase": "contract",
+        "seat": 0,
+        "turn": 0,
+        "bid": 80,
+        "hand": hand,
+        "legal": [{"do": "abandon"}, summary],
+    }
     action = choose(view, random.Random(3), greedy=True)
     assert action is not None
     assert action["do"] == "declare" and action["trump"] == "S" and action["target"] == 80
@@ -223,8 +230,9 @@ def test_a_dropped_stream_is_resumed_without_missing_a_move() -> None:
 
         async with Flaky(proxied) as flaky:
             finals = await asyncio.gather(
-                run_bot(proxied, match.match_id, match.tokens[0], greedy=True, seed=1, client=flaky,
-                        report=cut_now_and_then),
+                run_bot(
+                    proxied, match.match_id, match.tokens[0], greedy=True, seed=1, client=flaky, report=cut_now_and_then
+                ),
                 run_bot(address, match.match_id, match.tokens[1], greedy=False, seed=2),
             )
         await proxy.close()
