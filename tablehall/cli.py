@@ -45,6 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     load.add_argument("--seed", type=int, default=1)
     load.add_argument("--workers", type=int, default=0, help="worker processes behind the gateway (0: in process)")
     load.add_argument("--database-url", default="memory", help="memory (default), or a database URL")
+    recovery = bench_kinds.add_parser("recovery", help="time one worker's recovery of N unfinished matches")
+    recovery.add_argument("--matches", type=int, default=10_000)
+    recovery.add_argument("--moves", type=int, default=12, help="commands played in each match before the stop")
+    recovery.add_argument("--database-url", required=True, help="an empty database, e.g. sqlite:///recovery.db")
 
     serving = commands.add_parser("serve", help="the whole service in one process (env TABLEHALL_HOST/PORT)")
     serving.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
@@ -131,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return bench_service(
                 args.address, args.matches, args.concurrency, args.game, args.seed, args.workers, args.database_url
             )
+        if args.command == "bench" and args.kind == "recovery":
+            from tablehall.bench_recovery import bench_recovery
+
+            return bench_recovery(args.matches, args.moves, args.database_url)
         if args.command == "play":
             import asyncio
 
