@@ -1,0 +1,1 @@
+"""Alembic migrations of the tablehall database (run through `workers.sql.migrate`)."""

@@ -1,0 +1,103 @@
+"""Reads: a match's log, the last heartbeat, and recovery's bulk load of unfinished matches.
+
+`unfinished` is a fixed number of queries whatever the number of matches (matches, seats with player
+names, snapshots, the events after each snapshot), each selecting by (partition, status) through the
+`ix_matches_partition_status` index and joined back by match id.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, or_, select
+
+from workers.sql import models as m
+from workers.sql.models import rows
+from workers.storage import LogEntry, MatchEntry, Progress, Snapshot, Stored
+
+IN_PROGRESS = "in_progress"
+
+
+def _entry(row: Any) -> LogEntry:
+    seq, change, kind, seat, action, t_ms = row
+    return LogEntry(seq, change, kind, seat, action, t_ms)
+
+
+def _log_columns() -> tuple[Any, ...]:
+    ev = m.events
+    return (ev.c.seq, ev.c.change, ev.c.kind, ev.c.seat, ev.c.action, ev.c.t_ms)
+
+
+def log(conn: Connection, match_id: str) -> list[LogEntry]:
+    ev = m.events
+    query = select(*_log_columns()).where(ev.c.match_id == match_id).order_by(ev.c.seq)
+    return [_entry(row) for row in rows(conn, query)]
+
+
+def last_heartbeat(conn: Connection, partitions: list[int]) -> int | None:
+    if not partitions:
+        return None
+    p, w = m.partitions, m.workers
+    query = (
+        select(func.max(w.c.heartbeat_unix_ms))
+        .select_from(p.join(w, w.c.owner == p.c.owner))
+        .where(p.c.partition.in_(set(partitions)))
+    )
+    value = conn.execute(query).scalar()
+    return None if value is None else int(value)
+
+
+def unfinished(conn: Connection, partitions: list[int]) -> list[Stored]:
+    if not partitions:
+        return []
+    t = m.matches
+    wanted = and_(t.c.partition.in_(set(partitions)), t.c.status == IN_PROGRESS)
+
+    seats: dict[str, list[tuple[int, str, bytes]]] = defaultdict(list)
+    s, pl = m.seats, m.players
+    query = (
+        select(s.c.match_id, s.c.seat, pl.c.name, s.c.token_sha256)
+        .select_from(s.join(t, t.c.id == s.c.match_id).join(pl, pl.c.id == s.c.player_id))
+        .where(wanted)
+    )
+    for match_id, seat, name, token in rows(conn, query):
+        seats[match_id].append((seat, name, bytes(token)))
+
+    snaps: dict[str, Snapshot] = {}
+    sn = m.snapshots
+    query = select(sn.c.match_id, sn.c.seq, sn.c.blob).select_from(sn.join(t, t.c.id == sn.c.match_id)).where(wanted)
+    for match_id, seq, blob in rows(conn, query):
+        snaps[match_id] = Snapshot(seq, bytes(blob))
+
+    logs: dict[str, list[LogEntry]] = defaultdict(list)
+    ev = m.events
+    query = (
+        select(ev.c.match_id, *_log_columns())
+        .select_from(ev.join(t, t.c.id == ev.c.match_id).outerjoin(sn, sn.c.match_id == ev.c.match_id))
+        .where(wanted, or_(sn.c.seq.is_(None), ev.c.seq > sn.c.seq))
+        .order_by(ev.c.match_id, ev.c.seq)
+    )
+    for row in rows(conn, query):
+        logs[row[0]].append(_entry(row[1:]))
+
+    found = []
+    query = select(
+        t.c.id, t.c.game, t.c.options, t.c.created_unix_ms, t.c.lot, t.c.partition,
+        t.c.status, t.c.void_reason, t.c.deadline_unix_ms, t.c.clock_running,
+    ).where(wanted).order_by(t.c.created_unix_ms, t.c.id)  # fmt: skip
+    for match_id, game, options, created, lot, partition, status, reason, deadline, clock in rows(conn, query):
+        ordered = sorted(seats[match_id])
+        entry = MatchEntry(
+            match_id,
+            game,
+            tuple(name for _, name, _ in ordered),
+            options,
+            tuple(token for _, _, token in ordered),
+            created,
+            lot,
+            partition,
+        )
+        progress = Progress(status, reason, deadline, bool(clock))
+        found.append(Stored(entry, snaps.get(match_id), tuple(logs[match_id]), progress))
+    return found

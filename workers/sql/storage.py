@@ -1,0 +1,110 @@
+"""`SqlStorage`: the durable `Storage` on SQLite (embedded) or PostgreSQL (production).
+
+Writes go through one writer thread that commits them in groups (`batching.GroupCommitter`); reads run
+in the default thread pool on pooled connections. No call blocks the event loop, except the
+constructor, which migrates the schema to head (use `await SqlStorage.open(url)` to do that off-loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sqlalchemy import Engine
+
+from workers.sql import reads, writes
+from workers.sql.batching import GroupCommitter, Op, Stats
+from workers.sql.engine import is_sqlite, make_engine
+from workers.sql.migrate import migrate
+from workers.storage import LogEntry, MatchEntry, Progress, Snapshot, Storage, Stored
+
+T = TypeVar("T")
+
+MAX_BATCH = 1000
+"""Ops per transaction at most: bounds a transaction's size and the wait of its last op."""
+
+
+class SqlStorage:
+    def __init__(
+        self,
+        url: str,
+        *,
+        upgrade: bool = True,
+        max_batch: int = MAX_BATCH,
+        sqlite_synchronous: str | None = None,
+    ) -> None:
+        self.url = url
+        self.engine: Engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
+        if upgrade:
+            migrate(url, self.engine)
+        self._writer = GroupCommitter(self._apply, max_batch=max_batch)
+
+    @classmethod
+    async def open(cls, url: str, **kwargs: Any) -> SqlStorage:
+        """Open (and migrate) without blocking the event loop."""
+        return await asyncio.to_thread(cls, url, **kwargs)
+
+    @property
+    def stats(self) -> Stats:
+        """How many transactions the writer committed for how many ops (group commit at work)."""
+        return self._writer.stats
+
+    # -- writes: through the group committer ---------------------------------------------------------
+
+    def _apply(self, ops: Sequence[Op]) -> list[object]:
+        with self.engine.connect() as conn, conn.begin():
+            return writes.apply(conn, ops)
+
+    async def claim(self, owner: str, partitions: list[int]) -> dict[int, int]:
+        result: dict[int, int] = await self._writer.submit(writes.ClaimOp(owner, list(partitions)))
+        return result
+
+    async def heartbeat(self, owner: str, at_unix_ms: int) -> None:
+        await self._writer.submit(writes.HeartbeatOp(owner, at_unix_ms))
+
+    async def create(self, entry: MatchEntry, epoch: int) -> None:
+        await self._writer.submit(writes.CreateOp(entry, epoch))
+
+    async def append(
+        self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress
+    ) -> None:
+        await self._writer.submit(writes.AppendOp(match_id, partition, epoch, entry, progress))
+
+    async def snapshot(self, match_id: str, partition: int, epoch: int, snapshot: Snapshot) -> None:
+        await self._writer.submit(writes.SnapshotOp(match_id, partition, epoch, snapshot))
+
+    # -- reads: in the thread pool -------------------------------------------------------------------
+
+    def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        options: dict[str, Any] = (
+            {"sqlite_begin": "DEFERRED"} if is_sqlite(self.engine) else {"isolation_level": "REPEATABLE READ"}
+        )
+        with self.engine.connect().execution_options(**options) as conn, conn.begin():
+            return fn(conn, *args)
+
+    async def _reading(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(self._read, fn, *args)
+
+    async def last_heartbeat(self, partitions: list[int]) -> int | None:
+        return await self._reading(reads.last_heartbeat, list(partitions))
+
+    async def unfinished(self, partitions: list[int]) -> list[Stored]:
+        return await self._reading(reads.unfinished, list(partitions))
+
+    async def log(self, match_id: str) -> list[LogEntry]:
+        return await self._reading(reads.log, match_id)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
+        self._writer.close()
+        self.engine.dispose()
+
+
+
+if TYPE_CHECKING:
+
+    def _implements(storage: SqlStorage) -> Storage:
+        return storage

@@ -1,0 +1,322 @@
+"""The write ops and how a batch of them is applied inside one transaction.
+
+Fencing: the batch first reads the epoch of every partition it touches (on PostgreSQL `FOR SHARE`, in
+partition order, so a concurrent `claim` waits for this batch to commit, and this batch for a claim that
+got there first; on SQLite the transaction began IMMEDIATE and holds the write lock). An op whose epoch
+is not the partition's current one fails with `FencedOut` and writes nothing; the rest go on.
+Ops are applied by kind (creates, appends, snapshots, heartbeats) with a few bulk statements each; a
+caller awaits each write before the next that depends on it, so ops of one batch are independent
+(appends to one match keep their queue order).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, func, select, text, update
+from sqlalchemy import Table as SaTable
+from sqlalchemy.dialects import postgresql, sqlite
+
+from workers.sql import models as m
+from workers.sql.batching import Op
+from workers.sql.models import rows
+from workers.storage import FencedOut, LogEntry, MatchEntry, Progress, Snapshot
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Fenced(Op):
+    partition: int
+    epoch: int
+
+
+class CreateOp(Fenced):
+    def __init__(self, entry: MatchEntry, epoch: int) -> None:
+        super().__init__()
+        self.entry, self.partition, self.epoch = entry, entry.partition, epoch
+
+
+class AppendOp(Fenced):
+    def __init__(self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress) -> None:
+        super().__init__()
+        self.match_id, self.partition, self.epoch, self.entry, self.progress = (
+            match_id, partition, epoch, entry, progress
+        )
+
+
+class SnapshotOp(Fenced):
+    def __init__(self, match_id: str, partition: int, epoch: int, snapshot: Snapshot) -> None:
+        super().__init__()
+        self.match_id, self.partition, self.epoch, self.snapshot = match_id, partition, epoch, snapshot
+
+
+class HeartbeatOp(Op):
+    def __init__(self, owner: str, at_unix_ms: int) -> None:
+        super().__init__()
+        self.owner, self.at_unix_ms = owner, at_unix_ms
+
+
+class ClaimOp(Op):
+    solo = True
+
+    def __init__(self, owner: str, partitions: list[int]) -> None:
+        super().__init__()
+        self.owner, self.partitions = owner, partitions
+
+
+def _insert(conn: Connection, table: SaTable) -> Any:
+    """The dialect's INSERT, which has ON CONFLICT (PostgreSQL and SQLite alike)."""
+    if conn.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    if conn.dialect.name == "sqlite":
+        return sqlite.insert(table)
+    raise NotImplementedError(f"tablehall stores on PostgreSQL or SQLite, not {conn.dialect.name}")
+
+
+def apply(conn: Connection, ops: Sequence[Op]) -> list[object]:
+    """Apply a batch inside the open transaction of `conn`; per op its result or its exception."""
+    out: list[object] = [None] * len(ops)
+    if len(ops) == 1 and isinstance(ops[0], ClaimOp):
+        out[0] = _claim(conn, ops[0])
+        return out
+    now = now_ms()
+    live = _fence(conn, ops, out)
+    _creates(conn, [(i, op) for i, op in live if isinstance(op, CreateOp)], out, now)
+    _appends(conn, [(i, op) for i, op in live if isinstance(op, AppendOp) and out[i] is None], out, now)
+    _snapshots(conn, [(i, op) for i, op in live if isinstance(op, SnapshotOp)], out, now)
+    _heartbeats(conn, [op for op in ops if isinstance(op, HeartbeatOp)])
+    return out
+
+
+def _claim(conn: Connection, op: ClaimOp) -> dict[int, int]:
+    now = now_ms()
+    counts = Counter(op.partitions)
+    if counts:
+        stmt = _insert(conn, m.partitions)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[m.partitions.c.partition],
+            set_={
+                "epoch": m.partitions.c.epoch + stmt.excluded.epoch,
+                "owner": stmt.excluded.owner,
+                "claimed_unix_ms": stmt.excluded.claimed_unix_ms,
+            },
+        )
+        for p in sorted(counts):  # in partition order, like the batches' FOR SHARE: no deadlock
+            conn.execute(stmt, {"partition": p, "owner": op.owner, "epoch": counts[p], "claimed_unix_ms": now})
+    epochs = _epochs(conn, set(counts), lock=False)
+    return {p: epochs[p][0] for p in op.partitions}
+
+
+def _epochs(conn: Connection, partitions: set[int], lock: bool) -> dict[int, tuple[int, str]]:
+    if not partitions:
+        return {}
+    t = m.partitions
+    query = select(t.c.partition, t.c.epoch, t.c.owner).where(t.c.partition.in_(sorted(partitions)))
+    query = query.order_by(t.c.partition)
+    if lock and conn.dialect.name == "postgresql":
+        query = query.with_for_update(read=True)
+    return {p: (epoch, owner) for p, epoch, owner in rows(conn, query)}
+
+
+def _fence(conn: Connection, ops: Sequence[Op], out: list[object]) -> list[tuple[int, Fenced]]:
+    fenced = [(i, op) for i, op in enumerate(ops) if isinstance(op, Fenced)]
+    epochs = _epochs(conn, {op.partition for _, op in fenced}, lock=True)
+    live = []
+    for i, op in fenced:
+        epoch, owner = epochs.get(op.partition, (0, None))
+        if epoch != op.epoch:
+            out[i] = FencedOut(
+                f"partition {op.partition} was claimed by {owner} (epoch {epoch}; this write had {op.epoch})"
+            )
+        else:
+            live.append((i, op))
+    return live
+
+
+def _existing(conn: Connection, match_ids: set[str]) -> set[str]:
+    if not match_ids:
+        return set()
+    return set(conn.scalars(select(m.matches.c.id).where(m.matches.c.id.in_(match_ids))))
+
+
+def _creates(conn: Connection, creates: list[tuple[int, CreateOp]], out: list[object], now: int) -> None:
+    existing = _existing(conn, {op.entry.match_id for _, op in creates})
+    accepted: list[MatchEntry] = []
+    for i, op in creates:
+        e = op.entry
+        if e.match_id in existing:
+            out[i] = ValueError(f"match {e.match_id} exists already")
+        elif len(e.token_sha256) != len(e.players):
+            out[i] = ValueError(f"match {e.match_id}: {len(e.players)} players but {len(e.token_sha256)} tokens")
+        else:
+            existing.add(e.match_id)
+            accepted.append(e)
+    if not accepted:
+        return
+    names = sorted({name for e in accepted for name in e.players})
+    conn.execute(_insert(conn, m.players).on_conflict_do_nothing(), [{"name": n} for n in names])
+    ids: dict[str, int] = dict(rows(conn, select(m.players.c.name, m.players.c.id).where(m.players.c.name.in_(names))))
+    progress = Progress()
+    conn.execute(
+        m.matches.insert(),
+        [
+            {
+                "id": e.match_id,
+                "game": e.game,
+                "options": e.options,
+                "created_unix_ms": e.created_unix_ms,
+                "lot": e.lot,
+                "partition": e.partition,
+                "status": progress.status,
+                "void_reason": progress.void_reason,
+                "deadline_unix_ms": progress.deadline_unix_ms,
+                "clock_running": progress.clock_running,
+                "updated_unix_ms": now,
+            }
+            for e in accepted
+        ],
+    )
+    conn.execute(
+        m.seats.insert(),
+        [
+            {"match_id": e.match_id, "seat": seat, "player_id": ids[name], "token_sha256": e.token_sha256[seat]}
+            for e in accepted
+            for seat, name in enumerate(e.players)
+        ],
+    )
+
+
+def _appends(conn: Connection, appends: list[tuple[int, AppendOp]], out: list[object], now: int) -> None:
+    if not appends:
+        return
+    ev = m.events
+    # Per match a backwards scan of the (match_id, seq) key: cheap however long the logs grow.
+    newest = select(func.max(ev.c.seq)).where(ev.c.match_id == m.matches.c.id).scalar_subquery()
+    query = select(m.matches.c.id, newest).where(m.matches.c.id.in_({op.match_id for _, op in appends}))
+    last: dict[str, int | None] = {match_id: seq for match_id, seq in rows(conn, query)}
+    inserts: list[dict[str, Any]] = []
+    progress: dict[str, Progress] = {}
+    for i, op in appends:
+        if op.match_id not in last:
+            out[i] = KeyError(op.match_id)
+            continue
+        before = last[op.match_id]
+        if before is not None and before >= op.entry.seq:
+            out[i] = ValueError(f"match {op.match_id}: seq {op.entry.seq} after {before}")
+            continue
+        last[op.match_id] = op.entry.seq
+        progress[op.match_id] = op.progress
+        e = op.entry
+        inserts.append(
+            {
+                "match_id": op.match_id,
+                "seq": e.seq,
+                "change": e.change,
+                "kind": e.kind,
+                "seat": e.seat,
+                "action": e.action,
+                "t_ms": e.t_ms,
+                "written_unix_ms": now,
+            }
+        )
+    if not inserts:
+        return
+    if conn.dialect.name == "postgresql":
+        _pg_appends(conn, inserts, progress, now)
+        return
+    conn.execute(ev.insert(), inserts)
+    t = m.matches
+    conn.execute(
+        update(t)
+        .where(t.c.id == bindparam("b_id"))
+        .values(
+            status=bindparam("b_status"),
+            void_reason=bindparam("b_void_reason"),
+            deadline_unix_ms=bindparam("b_deadline"),
+            clock_running=bindparam("b_clock"),
+            updated_unix_ms=bindparam("b_now"),
+        ),
+        [
+            {
+                "b_id": match_id,
+                "b_status": p.status,
+                "b_void_reason": p.void_reason,
+                "b_deadline": p.deadline_unix_ms,
+                "b_clock": p.clock_running,
+                "b_now": now,
+            }
+            for match_id, p in progress.items()
+        ],
+    )
+
+
+# PostgreSQL: a whole batch in two statements, its columns sent as arrays (executemany would send
+# one statement per row, which costs the writer more than the commit).
+_PG_INSERT_EVENTS = text(
+    "INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms) "
+    "SELECT * FROM unnest(CAST(:match_id AS text[]), CAST(:seq AS int[]), CAST(:change AS int[]), "
+    "CAST(:kind AS text[]), CAST(:seat AS int[]), CAST(:action AS json[]), CAST(:t_ms AS bigint[]), "
+    "CAST(:written_unix_ms AS bigint[]))"
+)
+_PG_UPDATE_MATCHES = text(
+    "UPDATE matches SET status = v.status, void_reason = v.void_reason, deadline_unix_ms = v.deadline, "
+    "clock_running = v.clock, updated_unix_ms = :now "
+    "FROM unnest(CAST(:id AS text[]), CAST(:status AS text[]), CAST(:void_reason AS text[]), "
+    "CAST(:deadline AS bigint[]), CAST(:clock AS boolean[])) AS v(id, status, void_reason, deadline, clock) "
+    "WHERE matches.id = v.id"
+)
+
+
+def _pg_appends(conn: Connection, inserts: list[dict[str, Any]], progress: dict[str, Progress], now: int) -> None:
+    columns: dict[str, list[Any]] = {name: [row[name] for row in inserts] for name in inserts[0]}
+    columns["action"] = [json.dumps(action) for action in columns["action"]]
+    conn.execute(_PG_INSERT_EVENTS, columns)
+    conn.execute(
+        _PG_UPDATE_MATCHES,
+        {
+            "now": now,
+            "id": list(progress),
+            "status": [p.status for p in progress.values()],
+            "void_reason": [p.void_reason for p in progress.values()],
+            "deadline": [p.deadline_unix_ms for p in progress.values()],
+            "clock": [p.clock_running for p in progress.values()],
+        },
+    )
+
+
+def _snapshots(conn: Connection, snaps: list[tuple[int, SnapshotOp]], out: list[object], now: int) -> None:
+    existing = _existing(conn, {op.match_id for _, op in snaps})
+    latest: dict[str, Snapshot] = {}
+    for i, op in snaps:
+        if op.match_id in existing:
+            latest[op.match_id] = op.snapshot  # a later one of the same batch overwrites, as in order
+        else:
+            out[i] = KeyError(op.match_id)
+    if not latest:
+        return
+    stmt = _insert(conn, m.snapshots)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[m.snapshots.c.match_id],
+        set_={"seq": stmt.excluded.seq, "blob": stmt.excluded.blob, "written_unix_ms": stmt.excluded.written_unix_ms},
+    )
+    conn.execute(
+        stmt,
+        [{"match_id": k, "seq": s.seq, "blob": s.blob, "written_unix_ms": now} for k, s in latest.items()],
+    )
+
+
+def _heartbeats(conn: Connection, beats: list[HeartbeatOp]) -> None:
+    latest = {op.owner: op.at_unix_ms for op in beats}
+    if not latest:
+        return
+    stmt = _insert(conn, m.workers)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[m.workers.c.owner], set_={"heartbeat_unix_ms": stmt.excluded.heartbeat_unix_ms}
+    )
+    conn.execute(stmt, [{"owner": k, "heartbeat_unix_ms": v} for k, v in latest.items()])
