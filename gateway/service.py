@@ -3,6 +3,7 @@ stamps each command's arrival, and routes every call to the worker that owns the
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -15,10 +16,10 @@ from typing import Any, TypeAlias
 import grpc
 from google.protobuf.json_format import MessageToDict
 
-from gateway.status import edge, edge_stream
+from gateway.status import STATUS, Known, edge, edge_stream
 from gateway.workers import Router
 from protos.tablehall.v1 import host_pb2, matches_pb2, matches_pb2_grpc
-from workers.errors import NotFound, Unauthenticated
+from workers.errors import NotFinished, NotFound, Unauthenticated
 from workers.games.catalog import game_named
 from workers.games.errors import MalformedAction
 
@@ -109,6 +110,57 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         async for update in self.router.owner(request.match_id).watch(watch):
             yield update
 
+    @edge_stream
+    async def Play(
+        self, requests: AsyncIterator[matches_pb2.PlayRequest], context: Context
+    ) -> AsyncIterator[matches_pb2.PlayEvent]:
+        """Watch and Act on one stream: updates as Watch sends them, and each command's result."""
+        token = bearer(context, required=False)
+        first = await anext(aiter(requests), None)
+        if first is None:
+            return
+        match_id = checked_id(first.match_id)
+        owner = self.router.owner(match_id)
+        events: asyncio.Queue[matches_pb2.PlayEvent | Exception | None] = asyncio.Queue()
+
+        async def updates() -> None:
+            try:
+                watch = host_pb2.HostWatchRequest(match_id=match_id, token_sha256=token, after_seq=first.after_seq)
+                async for update in owner.watch(watch):
+                    await events.put(matches_pb2.PlayEvent(update=update))
+                await events.put(None)
+            except Exception as error:
+                await events.put(error)
+
+        async def commands() -> None:
+            async for request in requests:
+                arrival = time.time_ns() // 1_000_000
+                command = host_pb2.HostCommandRequest(
+                    match_id=match_id, token_sha256=token, action=request.action, arrival_unix_ms=arrival
+                )
+                try:
+                    reply = await owner.command(command)
+                    result = matches_pb2.CommandResult(ref=request.ref, seq=reply.seq)
+                except Known as error:
+                    code = error.code
+                    refused = matches_pb2.CommandError(status=STATUS[code].name, code=code, message=str(error))
+                    result = matches_pb2.CommandResult(ref=request.ref, error=refused)
+                await events.put(matches_pb2.PlayEvent(result=result))
+
+        tasks = [asyncio.create_task(updates()), asyncio.create_task(commands())]
+        try:
+            while (event := await events.get()) is not None:
+                if isinstance(event, Exception):
+                    raise event
+                yield event
+            while not events.empty():  # results of the last commands, after the final update
+                event = events.get_nowait()
+                if isinstance(event, matches_pb2.PlayEvent):
+                    yield event
+        finally:
+            for task in tasks:
+                task.cancel()
+
     @edge
     async def GetView(self, request: matches_pb2.GetViewRequest, context: Context) -> matches_pb2.Update:
         view = host_pb2.HostViewRequest(
@@ -127,3 +179,64 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 
     async def Ping(self, request: matches_pb2.PingRequest, context: Context) -> matches_pb2.PingResponse:
         return matches_pb2.PingResponse()
+
+    # --- ratings (ratings/api.py; the database of TABLEHALL_DATABASE_URL) ---------------------------
+
+    @edge
+    async def GetRating(self, request: matches_pb2.GetRatingRequest, context: Context) -> matches_pb2.Rating:
+        from ratings import api
+
+        row = await asyncio.to_thread(api.rating_of, await _ratings_engine(), request.player, _rated_game(request.game))
+        return _rating(row)
+
+    @edge
+    async def GetLeaderboard(
+        self, request: matches_pb2.GetLeaderboardRequest, context: Context
+    ) -> matches_pb2.Leaderboard:
+        from ratings import api
+
+        game = _rated_game(request.game)
+        limit = min(request.limit or 10, 1000)
+        found = await asyncio.to_thread(api.leaderboard, await _ratings_engine(), game, limit)
+        return matches_pb2.Leaderboard(game=game, entries=[_rating(row) for row in found])
+
+    @edge
+    async def GetRatingHistory(
+        self, request: matches_pb2.GetRatingHistoryRequest, context: Context
+    ) -> matches_pb2.RatingHistory:
+        from ratings import api
+
+        game = _rated_game(request.game)
+        limit = min(request.limit or 50, 1000)
+        found = await asyncio.to_thread(api.history, await _ratings_engine(), request.player, game, limit)
+        changes = [
+            matches_pb2.RatingChange(
+                match_id=c.match_id, rank=c.rank, mu_before=c.mu_before, sigma_before=c.sigma_before,
+                mu_after=c.mu_after, sigma_after=c.sigma_after, at_unix_ms=c.at_unix_ms,
+            )
+            for c in found
+        ]
+        return matches_pb2.RatingHistory(player=request.player, game=game, changes=changes)
+
+
+def _rated_game(name: str) -> str:
+    game = game_named(name)
+    if game is None:
+        raise MalformedAction(f"unknown game {name!r}: spectacular-bid or 501")
+    return game.name
+
+
+async def _ratings_engine() -> Any:
+    from ratings.settings import engine_for
+    from workers.sql.engine import database_url
+
+    url = database_url()
+    if url == "memory":
+        raise NotFinished("ratings need a database: this service runs with TABLEHALL_DATABASE_URL=memory")
+    return await asyncio.to_thread(engine_for, url)
+
+
+def _rating(row: Any) -> matches_pb2.Rating:
+    return matches_pb2.Rating(
+        player=row.player, game=row.game, mu=row.mu, sigma=row.sigma, ordinal=row.ordinal, games=row.games
+    )

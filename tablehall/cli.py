@@ -50,6 +50,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     recovery.add_argument("--moves", type=int, default=12, help="commands played in each match before the stop")
     recovery.add_argument("--database-url", required=True, help="an empty database, e.g. sqlite:///recovery.db")
 
+    rates = bench_kinds.add_parser("ratings", help="rating updates per second through a real Celery worker")
+    rates.add_argument("--database-url", required=True, help="a scratch database (matches are written to it)")
+    rates.add_argument("--matches", type=int, default=1000)
+    rates.add_argument("--concurrency", type=int, default=4, help="Celery worker processes")
+    sweep = bench_kinds.add_parser("sweep", help="time one timeout sweep over N stored matches")
+    sweep.add_argument("--database-url", required=True, help="a scratch database (matches are written to it)")
+    sweep.add_argument("--matches", type=int, default=100_000)
+    sweep.add_argument("--overdue", type=int, default=100)
+
     serving = commands.add_parser("serve", help="the whole service in one process (env TABLEHALL_HOST/PORT)")
     serving.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     serving.add_argument("--port", type=int, default=None, help="port (default 50051; 0 picks a free one)")
@@ -139,6 +148,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tablehall.bench_recovery import bench_recovery
 
             return bench_recovery(args.matches, args.moves, args.database_url)
+        if args.command == "bench" and args.kind in ("ratings", "sweep"):
+            from tablehall.bench_ratings import bench_ratings, bench_sweep
+
+            if args.kind == "ratings":
+                return bench_ratings(args.database_url, args.matches, args.concurrency)
+            return bench_sweep(args.database_url, args.matches, args.overdue)
         if args.command == "play":
             import asyncio
 

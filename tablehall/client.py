@@ -78,6 +78,12 @@ class SeatClient:
             raise TablehallError.of(error) from None
         return reply.seq, json.loads(reply.view_json)
 
+    async def session(self, after_seq: int = 0) -> Session:
+        """Open a `Play` stream for this seat (commands and updates on one connection stream)."""
+        call = self.stub.Play(metadata=self.metadata)
+        await call.write(matches_pb2.PlayRequest(match_id=self.match_id, after_seq=after_seq))
+        return Session(call)
+
     async def view(self) -> tuple[int, dict[str, Any]]:
         try:
             update = await self.stub.GetView(matches_pb2.GetViewRequest(match_id=self.match_id), metadata=self.metadata)
@@ -101,6 +107,49 @@ class SeatClient:
     async def watch(self, after_seq: int = 0) -> AsyncIterator[tuple[int, dict[str, Any]]]:
         async for update in self.updates(after_seq):
             yield update.seq, json.loads(update.view_json)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What became of a command sent on a session: its change, or why it was refused (nothing changed)."""
+
+    ref: int
+    seq: int
+    error: TablehallError | None
+
+
+class Session:
+    """A seat's `Play` stream: send commands, and read updates and results as they come."""
+
+    def __init__(self, call: Any) -> None:
+        self.call = call
+        self.refs = 0
+
+    async def send(self, action: Mapping[str, Any]) -> int:
+        """Send a command; its `Result` comes on the stream with the returned reference."""
+        self.refs += 1
+        await self.call.write(matches_pb2.PlayRequest(ref=self.refs, action=action_message(action)))
+        return self.refs
+
+    async def events(self) -> AsyncIterator[tuple[int, dict[str, Any]] | Result]:
+        """`(seq, view)` for each update and a `Result` for each command, until the match ends."""
+        try:
+            async for event in self.call:
+                if event.HasField("update"):
+                    yield event.update.seq, json.loads(event.update.view_json)
+                else:
+                    result = event.result
+                    error = None
+                    if result.HasField("error"):
+                        status = grpc.StatusCode[result.error.status]
+                        error = TablehallError(status, result.error.code, result.error.message)
+                    yield Result(result.ref, result.seq, error)
+        except grpc.aio.AioRpcError as error:
+            raise TablehallError.of(error) from None
+
+    async def close(self) -> None:
+        await self.call.done_writing()
+        self.call.cancel()
 
 
 class Client:

@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from gateway.server import start_gateway
 from gateway.workers import GrpcWorker, Router, WorkerClient
@@ -70,7 +70,9 @@ async def run_worker(ordinal: int, workers: int, host: str, port: int | None, da
     if not 0 <= ordinal < max(1, topology.workers):
         raise SystemExit(f"--ordinal must be from 0 to {topology.workers - 1}")
     storage = await open_storage(database_url)
-    matches = MatchHost(storage, ordinal, max(1, topology.workers), tolerance_ms=tolerance_ms())
+    matches = MatchHost(
+        storage, ordinal, max(1, topology.workers), tolerance_ms=tolerance_ms(), on_finished=_rating_queue()
+    )
     await matches.start()
     listen = f"{host}:{port if port is not None else topology.base_port + ordinal}"
     server, bound = await start_worker_server(matches, listen)
@@ -83,18 +85,26 @@ async def run_worker(ordinal: int, workers: int, host: str, port: int | None, da
 
 @contextlib.asynccontextmanager
 async def _workers(topology: Topology, database_url: str | None) -> AsyncIterator[list[WorkerClient]]:
+    from ratings.embedded import embedded_jobs
+
+    url = database_url or _default_url()
+    os.environ["TABLEHALL_DATABASE_URL"] = url  # the gateway's rating RPCs read the same database
     if topology.workers == 0:
+        from ratings.owners import in_process
+
         storage = await open_storage(database_url)
-        matches = MatchHost(storage, tolerance_ms=tolerance_ms())
-        await matches.start()
-        try:
-            yield [matches]
-        finally:
-            await matches.stop()
-            await storage.close()
+        hosts: list[MatchHost] = []
+        async with embedded_jobs(url, lambda: in_process(hosts)) as jobs:  # rating + sweeps, no broker
+            matches = MatchHost(storage, tolerance_ms=tolerance_ms(), on_finished=jobs.on_finished if jobs else None)
+            hosts.append(matches)
+            await matches.start()
+            try:
+                yield [matches]
+            finally:
+                await matches.stop()
+                await storage.close()
         return
     children = []
-    url = database_url or _default_url()
     if url != "memory":
         from workers.sql.migrate import migrate
 
@@ -109,12 +119,37 @@ async def _workers(topology: Topology, database_url: str | None) -> AsyncIterato
             line = await asyncio.to_thread(child.stdout.readline)
             if "serving on" not in line:
                 raise SystemExit(f"a worker did not start: {line!r}")
-        yield [GrpcWorker(topology.worker_address(k)) for k in range(topology.workers)]
+        from ratings.owners import over_grpc
+
+        async with over_grpc(topology) as settle, embedded_jobs(url, lambda: settle):
+            yield [GrpcWorker(topology.worker_address(k)) for k in range(topology.workers)]
     finally:
         for child in children:
             child.terminate()
         for child in children:
             await asyncio.to_thread(child.wait, 10)
+
+
+def _rating_queue() -> Callable[[str], None] | None:
+    """A worker process sends each finished match's rating task to Celery when a broker is configured
+    (TABLEHALL_REDIS_URL); without one, `tablehall serve`'s embedded backlog rates it. Either way a lost
+    task is caught by the backlog job, and a duplicate is harmless (ratings/rating.py)."""
+    if not os.environ.get("TABLEHALL_REDIS_URL"):
+        return None
+    from ratings.celery import enqueue
+
+    def send(match_id: str) -> None:
+        future = asyncio.get_running_loop().run_in_executor(None, enqueue, match_id)
+        future.add_done_callback(lambda f: _unsent(match_id, f.exception()))
+
+    return send
+
+
+def _unsent(match_id: str, error: BaseException | None) -> None:
+    if error is not None:
+        logging.getLogger("tablehall.ratings").warning(
+            "match %s: rating task not sent (%s); the backlog job rates it", match_id, error
+        )
 
 
 def _default_url() -> str:

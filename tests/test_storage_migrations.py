@@ -10,13 +10,17 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
+import ratings.models  # noqa: F401 - its tables (0002_ratings) join the same metadata
 from tests.storage_backends import SQL_BACKENDS, backend_for, run
 from tests.test_storage_contract import RUNNING, match, step
 from workers.sql import SqlStorage, make_engine
 from workers.sql.migrate import current, downgrade, head, migrate
 from workers.sql.models import metadata
 
-TABLES = {"players", "matches", "seats", "events", "snapshots", "partitions", "workers"}
+TABLES = {
+    "players", "matches", "seats", "events", "snapshots", "partitions", "workers",
+    "ratings", "rating_history", "rated_matches",
+}
 
 
 @pytest.fixture(params=SQL_BACKENDS)
@@ -37,7 +41,7 @@ def tables(url: str) -> set[str]:
 def assert_at_head(url: str) -> None:
     engine = make_engine(url)
     try:
-        assert current(engine) == head() == "0001_initial"
+        assert current(engine) == head() == "0002_ratings"
         with engine.connect() as conn:
             # The migrations build exactly what the models describe (types, indexes, constraints).
             assert compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), metadata) == []

@@ -14,7 +14,7 @@ from typing import Any
 
 from protos.tablehall.v1 import matches_pb2
 from workers.commitments import Commitment
-from workers.errors import NotFinished, NotYourSeat, Unauthenticated
+from workers.errors import NotFinished, NotYourSeat, Unauthenticated, Unavailable
 from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.errors import MalformedAction
 from workers.games.records import Match
@@ -46,6 +46,7 @@ class MatchActor:
         clock: Callable[[], int] = unix_ms,
         tolerance_ms: int = 1000,
         on_fenced: Callable[[MatchActor, FencedOut], None] | None = None,
+        on_finished: Callable[[str], None] | None = None,
     ) -> None:
         self.entry = entry
         self.game = game
@@ -55,6 +56,8 @@ class MatchActor:
         self.clock = clock
         self.tolerance_ms = tolerance_ms
         self.on_fenced = on_fenced
+        self.on_finished = on_finished
+        """Called with the match id once a result is logged (not a void): enqueues its rating."""
         self.snapshots: list[Match] = [position.match] if position.change else []
         self.first_seq = max(1, position.change)
         self.views: dict[tuple[int, Seat | None], str] = {}
@@ -179,6 +182,8 @@ class MatchActor:
                     await wake.wait()
         finally:
             self.watchers.discard(wake)
+        # closed before the match ended (shutdown, or fenced out): a retryable error, not the stream's end
+        raise Unavailable(f"this worker no longer serves match {self.match_id}; resume after seq {next_seq - 1}")
 
     def record(self) -> dict[str, JSON]:
         if not self.match.over:
@@ -248,6 +253,8 @@ class MatchActor:
         self.position.change = change
         self._publish()
         self.arm()
+        if match.over and match.void_reason is None and self.on_finished is not None:
+            self.on_finished(self.match_id)
         if change % SNAPSHOT_EVERY == 0 and not match.over:
             snapshot = Snapshot(change, self.position.freeze())
             await self.storage.snapshot(self.match_id, self.entry.partition, self.epoch, snapshot)
@@ -284,6 +291,10 @@ class MatchActor:
         task = asyncio.ensure_future(self._fire())
         self.firing.add(task)
         task.add_done_callback(self.firing.discard)
+
+    async def settle(self) -> None:
+        """A sweep found this match's deadline passed without a verdict: run the timer now."""
+        await self._fire()
 
     async def _fire(self) -> None:
         """The deadline timer: settle what is due, or void the match if the timer came too late (SB-11)."""

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from google.protobuf.json_format import MessageToDict
 
@@ -47,6 +47,7 @@ class MatchHost:
         *,
         tolerance_ms: int = 1000,
         owner: str | None = None,
+        on_finished: Callable[[str], None] | None = None,
     ) -> None:
         self.storage: Storage = storage if storage is not None else MemoryStorage()
         self.ordinal = ordinal
@@ -58,6 +59,8 @@ class MatchHost:
         self.lost: set[int] = set()
         self.actors: dict[str, MatchActor] = {}
         self.beating: asyncio.Task[None] | None = None
+        self.on_finished = on_finished
+        """Hook for the rating job: called with a match id when a match finishes with a result."""
 
     async def start(self) -> None:
         """Claim this worker's partitions and carry on their unfinished matches (SB-11 on a long outage)."""
@@ -91,7 +94,7 @@ class MatchHost:
                 await self.storage.heartbeat(self.owner, unix_ms())
 
     def _actor_kw(self) -> dict[str, object]:
-        return {"tolerance_ms": self.tolerance_ms, "on_fenced": self._fenced}
+        return {"tolerance_ms": self.tolerance_ms, "on_fenced": self._fenced, "on_finished": self.on_finished}
 
     def _fenced(self, actor: MatchActor, error: FencedOut) -> None:
         """Another process claimed this partition: stop serving all of its matches here."""
@@ -164,6 +167,17 @@ class MatchHost:
     async def record(self, request: host_pb2.HostRecordRequest) -> matches_pb2.Record:
         record = self.actor(request.match_id).record()
         return matches_pb2.Record(record_json=json.dumps(record))
+
+    async def settle(self, request: host_pb2.HostSettleRequest) -> host_pb2.HostSettleResponse:
+        """For the sweeps: run an overdue deadline, or close an abandoned table (ratings/sweep.py)."""
+        actor = self.actor(request.match_id)
+        if request.abandon_reason:
+            if not (request.only_if_untouched and actor.match.log is not None):
+                await actor.void(request.abandon_reason, Millis(unix_ms() - actor.entry.created_unix_ms))
+        else:
+            await actor.settle()
+        progress = actor.progress(actor.match)
+        return host_pb2.HostSettleResponse(status=progress.status, void_reason=progress.void_reason or "")
 
     async def stop(self) -> None:
         if self.beating is not None:

@@ -41,9 +41,19 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
         return await self.host.record(request)
 
 
+class MatchSweepsService(host_pb2_grpc.MatchSweepsServicer):
+    def __init__(self, host: MatchHost) -> None:
+        self.host = host
+
+    @edge
+    async def Settle(self, request: host_pb2.HostSettleRequest, context: Context) -> host_pb2.HostSettleResponse:
+        return await self.host.settle(request)
+
+
 async def start_worker_server(host: MatchHost, address: str) -> tuple[grpc.aio.Server, int]:
     server = grpc.aio.server()
     host_pb2_grpc.add_MatchHostServicer_to_server(MatchHostService(host), server)
+    host_pb2_grpc.add_MatchSweepsServicer_to_server(MatchSweepsService(host), server)
     checker = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(checker, server)
     port = server.add_insecure_port(address)

@@ -182,10 +182,11 @@ def replay(record: JSON) -> Replay:
     if close < match.now:
         raise MalformedRecord("end_t is earlier than the last event")
     if void is not None:
+        # the service voided the match because it could not settle the time after the last event
+        # (a late timer, an owner down): the void stands at its instant, no deadline is run before it
         reason, void_t = void
-        match, _ = match.advance(void_t)
         if not match.over:
-            match, _ = match.void(reason, void_t)
+            match, _ = match.void(reason, Millis(max(void_t, match.now)))
     match, _ = match.advance(close)
     return Replay(match.outcome())
 

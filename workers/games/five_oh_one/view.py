@@ -49,6 +49,9 @@ class TableView:
     legal: tuple[dict[str, JSON], ...]
     results: tuple[HandResult, ...]
     winners: tuple[Seat, ...]
+    status: str = "in_progress"
+    """in_progress, finished or voided (the same words as the record outcome)."""
+    void_reason: str | None = None
 
     def to_json(self) -> dict[str, JSON]:
         return {
@@ -78,6 +81,8 @@ class TableView:
             "legal": list(self.legal),
             "hands": [result.to_json() for result in self.results],
             "winners": list(self.winners),
+            "status": self.status,
+            "void_reason": self.void_reason,
         }
 
 
@@ -147,6 +152,8 @@ def view(state: State, seat: Seat | None) -> TableView:
         legal,
         state.results,
         () if ending is None else ending.winners,
+        "in_progress" if ending is None else "voided" if ending.reason == "void" else "finished",
+        ending.detail if ending is not None and ending.reason == "void" else None,
     )
 
 

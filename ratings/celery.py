@@ -1,0 +1,86 @@
+"""The Celery app: `celery -A ratings worker`, `celery -A ratings beat`.
+
+Broker: Redis at `TABLEHALL_REDIS_URL`; database: `TABLEHALL_DATABASE_URL` (migrated on first use).
+Beat runs on celery-redbeat: the schedule lives in Redis behind a lock, so a second beat process waits
+for the lock instead of sending every sweep twice (and takes over if the first one dies).
+
+Tasks ack late and are re-queued if the worker dies mid-task: a rating may run twice, which the
+applied-marker makes harmless (ratings/rating.py); sweeps are idempotent (ratings/sweep.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from celery import Celery
+from sqlalchemy.exc import OperationalError
+
+from ratings import rating, settings
+from ratings.owners import over_grpc
+from ratings.sweep import sweep_once
+from workers.settings import Topology
+from workers.sql.engine import database_url
+
+log = logging.getLogger("tablehall.ratings")
+
+app = Celery("tablehall", broker=settings.redis_url())
+app.conf.update(
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    task_ignore_result=True,
+    broker_connection_retry_on_startup=True,
+    timezone="UTC",
+    beat_scheduler="redbeat.RedBeatScheduler",
+    redbeat_redis_url=settings.redis_url(),
+    redbeat_key_prefix="tablehall:redbeat",
+    beat_max_loop_interval=min(5.0, settings.sweep_s()),
+    redbeat_lock_timeout=max(5.0, 5 * settings.sweep_s()),
+    beat_schedule={
+        "tablehall-sweep": {"task": "ratings.sweep", "schedule": settings.sweep_s()},
+        "tablehall-rating-backlog": {"task": "ratings.backlog", "schedule": max(30.0, settings.sweep_s())},
+    },
+)
+
+
+@app.task(  # type: ignore[untyped-decorator]
+    name="ratings.rate", autoretry_for=(OperationalError,), retry_backoff=True, max_retries=10, acks_late=True
+)
+def rate(match_id: str) -> str:
+    """Rate one finished match (exactly once, however often this runs)."""
+    result = rating.rate_match(settings.engine_for(database_url()), match_id)
+    log.info("match %s: %s", match_id, result)
+    return result
+
+
+@app.task(name="ratings.sweep")  # type: ignore[untyped-decorator]
+def sweep() -> dict[str, object]:
+    topology = Topology.from_env()
+    if topology.workers < 1:
+        # an in-process worker (tablehall serve) has no internal address: serve sweeps by itself
+        log.warning("TABLEHALL_WORKERS is 0: nothing to sweep from here (tablehall serve sweeps in process)")
+        return {}
+
+    async def run() -> dict[str, object]:
+        async with over_grpc(topology) as settle:
+            report = await sweep_once(settings.engine_for(database_url()), settle)
+        return report.to_json()
+
+    report = asyncio.run(run())
+    log.info("sweep: %s", report)
+    return report
+
+
+@app.task(name="ratings.backlog")  # type: ignore[untyped-decorator]
+def backlog() -> int:
+    """Finished matches whose rating task never arrived (Redis was down, a worker died): rate them."""
+    pending = rating.backlog(settings.engine_for(database_url()))
+    for match_id in pending:
+        rate.delay(match_id)
+    return len(pending)
+
+
+def enqueue(match_id: str) -> None:
+    """Send the rating task (from a worker process, off its event loop)."""
+    rate.delay(match_id)

@@ -1,0 +1,80 @@
+"""Embedded mode: `tablehall serve` runs the rating and sweep task functions in its own process, on its
+event loop (blocking database work in threads), with no broker: one process is a whole service."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+
+from sqlalchemy import Engine
+
+from ratings import rating, settings
+from ratings.sweep import Settle, sweep_once
+
+log = logging.getLogger("tablehall.ratings")
+
+
+class EmbeddedJobs:
+    def __init__(self, engine: Engine, settle: Settle | None, sweep_s: float | None = None) -> None:
+        self.engine = engine
+        self.settle = settle
+        """None: another process owns the matches' sweeps (they still are rated from here)."""
+        self.sweep_s = settings.sweep_s() if sweep_s is None else sweep_s
+        self.tasks: set[asyncio.Task[object]] = set()
+        self.sweeps = 0
+
+    def on_finished(self, match_id: str) -> None:
+        """The match host's hook: rate the match in a thread, off the event loop."""
+        task = asyncio.ensure_future(self.rate(match_id))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def rate(self, match_id: str) -> str:
+        try:
+            return await asyncio.to_thread(rating.rate_match, self.engine, match_id)
+        except Exception:
+            log.exception("match %s: rating failed (the backlog retries it)", match_id)
+            return "failed"
+
+    async def tick(self) -> None:
+        """One beat: the sweep, then the finished matches still unrated."""
+        if self.settle is not None:
+            report = await sweep_once(self.engine, self.settle)
+            self.sweeps += 1
+            if report.found:
+                log.info("sweep: %s", report.to_json())
+        for match_id in await asyncio.to_thread(rating.backlog, self.engine):
+            await self.rate(match_id)
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_s)
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("an embedded sweep failed; the next one retries")
+
+
+@contextlib.asynccontextmanager
+async def embedded_jobs(
+    url: str, make_settle: Callable[[], Settle | None]
+) -> AsyncIterator[EmbeddedJobs | None]:
+    """The jobs for a database URL (None for `memory`: no ratings without a database)."""
+    if url == "memory":
+        log.warning("ratings and sweeps need a database: none with TABLEHALL_DATABASE_URL=memory")
+        yield None
+        return
+    engine = await asyncio.to_thread(settings.engine_for, url)
+    jobs = EmbeddedJobs(engine, make_settle())
+    loop = asyncio.create_task(jobs.run())
+    try:
+        yield jobs
+    finally:
+        loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop
+        for task in list(jobs.tasks):
+            with contextlib.suppress(Exception):
+                await task

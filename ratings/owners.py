@@ -1,0 +1,56 @@
+"""How a sweep reaches a match's owner: over gRPC (worker processes) or in process (`tablehall serve`)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+
+import grpc
+
+from protos.tablehall.v1 import host_pb2, host_pb2_grpc
+from ratings.sweep import Due, Settle
+from workers.host import MatchHost
+from workers.partitions import owner_of
+from workers.settings import Topology
+
+SETTLE_TIMEOUT_S = 3.0
+
+
+def _request(item: Due) -> host_pb2.HostSettleRequest:
+    return host_pb2.HostSettleRequest(
+        match_id=item.match_id,
+        abandon_reason="abandoned" if item.abandon else "",
+        only_if_untouched=item.abandon == "never_started",
+    )
+
+
+@contextlib.asynccontextmanager
+async def over_grpc(topology: Topology) -> AsyncIterator[Settle]:
+    """Settle through worker k = owner_of(match) at `topology.worker_address(k)`; any failure: unreachable."""
+    channels: dict[str, grpc.aio.Channel] = {}
+
+    async def settle(item: Due) -> bool:
+        address = topology.worker_address(owner_of(item.match_id, topology.workers))
+        channel = channels.get(address)
+        if channel is None:
+            channel = channels[address] = grpc.aio.insecure_channel(address)
+        try:
+            await host_pb2_grpc.MatchSweepsStub(channel).Settle(_request(item), timeout=SETTLE_TIMEOUT_S)
+        except grpc.aio.AioRpcError:
+            return False
+        return True
+
+    try:
+        yield settle
+    finally:
+        for channel in channels.values():
+            await channel.close()
+
+
+def in_process(hosts: Sequence[MatchHost]) -> Settle:
+    async def settle(item: Due) -> bool:
+        host = hosts[owner_of(item.match_id, len(hosts))]
+        await host.settle(_request(item))  # NotOwner / NotFound: the sweep voids it
+        return True
+
+    return settle
