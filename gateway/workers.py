@@ -6,6 +6,7 @@ in-process client; `GrpcWorker` reaches a worker process and turns its errors ba
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
@@ -33,7 +34,7 @@ def _rebuilt(error: grpc.aio.AioRpcError) -> Exception:
     for key, value in error.trailing_metadata() or ():
         if key == ERROR_CODE_KEY:
             return error_for(str(value), error.details() or "")
-    return Unavailable(f"the match's worker is unreachable: {error.code().name}")
+    return Unavailable(f"the match's worker is unreachable ({error.code().name}: {error.details()})")
 
 
 class GrpcWorker:
@@ -41,6 +42,7 @@ class GrpcWorker:
         self.address = address
         self.channel = grpc.aio.insecure_channel(address)
         self.stub = host_pb2_grpc.MatchHostStub(self.channel)
+        self.commands: CommandStream | None = None
 
     async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse:
         try:
@@ -50,11 +52,10 @@ class GrpcWorker:
             raise _rebuilt(error) from None
 
     async def command(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
-        try:
-            reply: matches_pb2.ActResponse = await self.stub.Command(request)
-            return reply
-        except grpc.aio.AioRpcError as error:
-            raise _rebuilt(error) from None
+        """On the worker's command stream (opened on first use, reopened after it breaks)."""
+        if self.commands is None or self.commands.broken:
+            self.commands = CommandStream(self.stub)
+        return await self.commands.send(request)
 
     async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
         try:
@@ -78,7 +79,64 @@ class GrpcWorker:
             raise _rebuilt(error) from None
 
     async def close(self) -> None:
+        if self.commands is not None:
+            self.commands.close()
         await self.channel.close()
+
+
+class CommandStream:
+    """One bidirectional stream to a worker carrying every command, matched to replies by `ref`."""
+
+    def __init__(self, stub: host_pb2_grpc.MatchHostStub) -> None:
+        self.call = stub.Commands()
+        self.waiting: dict[int, asyncio.Future[matches_pb2.ActResponse]] = {}
+        self.refs = 0
+        self.broken = False
+        self.writing = asyncio.Lock()  # grpc allows one write in flight per stream
+        self.reader = asyncio.create_task(self._read())
+
+    async def send(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
+        self.refs += 1
+        ref = self.refs
+        reply: asyncio.Future[matches_pb2.ActResponse] = asyncio.get_running_loop().create_future()
+        self.waiting[ref] = reply
+        sent = host_pb2.HostCommandRequest()
+        sent.CopyFrom(request)
+        sent.ref = ref
+        try:
+            async with self.writing:
+                await self.call.write(sent)
+        except (grpc.aio.AioRpcError, grpc.aio.UsageError, asyncio.InvalidStateError) as error:
+            self.waiting.pop(ref, None)
+            broken = Unavailable(f"the match's worker is unreachable ({type(error).__name__})")
+            self._break(broken)
+            raise broken from None
+        return await reply
+
+    async def _read(self) -> None:
+        try:
+            async for message in self.call:
+                reply = self.waiting.pop(message.ref, None)
+                if reply is None or reply.done():
+                    continue
+                if message.error_code:
+                    reply.set_exception(error_for(message.error_code, message.error_message))
+                else:
+                    reply.set_result(message.reply)
+            self._break(Unavailable("the match's worker closed its command stream"))
+        except grpc.aio.AioRpcError as error:
+            self._break(_rebuilt(error))
+
+    def _break(self, error: Exception) -> None:
+        self.broken = True
+        for reply in self.waiting.values():
+            if not reply.done():
+                reply.set_exception(error)
+        self.waiting.clear()
+
+    def close(self) -> None:
+        self.reader.cancel()
+        self.call.cancel()
 
 
 class Router:

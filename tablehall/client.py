@@ -11,6 +11,7 @@ Actions are written as record events (RECORDS.md): `{"do": "play", "tile": "6-4"
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -124,12 +125,16 @@ class Session:
     def __init__(self, call: Any) -> None:
         self.call = call
         self.refs = 0
+        self.writing = asyncio.Lock()  # grpc allows one write in flight per stream
 
     async def send(self, action: Mapping[str, Any]) -> int:
         """Send a command; its `Result` comes on the stream with the returned reference."""
         self.refs += 1
-        await self.call.write(matches_pb2.PlayRequest(ref=self.refs, action=action_message(action)))
-        return self.refs
+        ref = self.refs
+        request = matches_pb2.PlayRequest(ref=ref, action=action_message(action))
+        async with self.writing:
+            await self.call.write(request)
+        return ref
 
     async def events(self) -> AsyncIterator[tuple[int, dict[str, Any]] | Result]:
         """`(seq, view)` for each update and a `Result` for each command, until the match ends."""

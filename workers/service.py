@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any, TypeAlias
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from gateway.status import edge, edge_stream
+from gateway.status import Known, edge, edge_stream
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from workers.host import MatchHost
 
@@ -26,6 +27,38 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
     @edge
     async def Command(self, request: host_pb2.HostCommandRequest, context: Context) -> matches_pb2.ActResponse:
         return await self.host.command(request)
+
+    @edge_stream
+    async def Commands(
+        self, requests: AsyncIterator[host_pb2.HostCommandRequest], context: Context
+    ) -> AsyncIterator[host_pb2.HostCommandReply]:
+        """Commands multiplexed on one stream: each runs as its own task; replies go out as they finish."""
+        replies: asyncio.Queue[host_pb2.HostCommandReply | None] = asyncio.Queue()
+        running: set[asyncio.Task[None]] = set()
+
+        async def one(request: host_pb2.HostCommandRequest) -> None:
+            try:
+                reply = host_pb2.HostCommandReply(ref=request.ref, reply=await self.host.command(request))
+            except Known as error:
+                reply = host_pb2.HostCommandReply(ref=request.ref, error_code=error.code, error_message=str(error))
+            await replies.put(reply)
+
+        async def read() -> None:
+            async for request in requests:
+                task = asyncio.create_task(one(request))
+                running.add(task)
+                task.add_done_callback(running.discard)
+            await asyncio.gather(*running)
+            await replies.put(None)
+
+        reader = asyncio.create_task(read())
+        try:
+            while (reply := await replies.get()) is not None:
+                yield reply
+        finally:
+            reader.cancel()
+            for task in running:
+                task.cancel()
 
     @edge_stream
     async def Watch(self, request: host_pb2.HostWatchRequest, context: Context) -> AsyncIterator[matches_pb2.Update]:
