@@ -43,6 +43,17 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -
     raise AssertionError("unreachable")  # context.abort raises
 
 
+async def settle(error: Exception, context: grpc.aio.ServicerContext[Any, Any], where: str) -> NoReturn:
+    """End a call that raised: a known error with its status; anything else logged, INTERNAL to the caller."""
+    if isinstance(error, Known):
+        await abort(context, error)
+    if isinstance(error, grpc.aio.AbortError):
+        raise error
+    log.exception("unexpected error in %s", where, exc_info=error)
+    await context.abort(grpc.StatusCode.INTERNAL, "internal error: the service logged it")
+    raise AssertionError("unreachable")  # context.abort raises
+
+
 def edge(
     method: Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[R]],
 ) -> Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[R]]:
@@ -50,14 +61,8 @@ def edge(
     async def wrapped(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> R:
         try:
             return await method(self, request, context)
-        except Known as error:
-            await abort(context, error)
-        except grpc.aio.AbortError:
-            raise
-        except Exception:
-            log.exception("unexpected error in %s", method.__name__)
-            await context.abort(grpc.StatusCode.INTERNAL, "internal error: the service logged it")
-            raise
+        except Exception as error:
+            await settle(error, context, method.__name__)
 
     return wrapped
 
@@ -70,12 +75,7 @@ def edge_stream(
         try:
             async for item in method(self, request, context):
                 yield item
-        except Known as error:
-            await abort(context, error)
-        except grpc.aio.AbortError:
-            raise
-        except Exception:
-            log.exception("unexpected error in %s", method.__name__)
-            await context.abort(grpc.StatusCode.INTERNAL, "internal error: the service logged it")
+        except Exception as error:
+            await settle(error, context, method.__name__)
 
     return wrapped

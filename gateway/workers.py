@@ -7,8 +7,8 @@ in-process client; `GrpcWorker` reaches a worker process and turns its errors ba
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from typing import Protocol, TypeVar
 
 import grpc
 
@@ -16,6 +16,8 @@ from gateway.status import ERROR_CODE_KEY
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from workers.errors import Unavailable, error_for
 from workers.partitions import owner_of
+
+T = TypeVar("T")
 
 
 class WorkerClient(Protocol):
@@ -37,6 +39,14 @@ def _rebuilt(error: grpc.aio.AioRpcError) -> Exception:
     return Unavailable(f"the match's worker is unreachable ({error.code().name}: {error.details()})")
 
 
+async def _unary(call: Awaitable[T]) -> T:
+    """One internal call; a worker's refusal comes back as its own error class."""
+    try:
+        return await call
+    except grpc.aio.AioRpcError as error:
+        raise _rebuilt(error) from None
+
+
 class GrpcWorker:
     def __init__(self, address: str) -> None:
         self.address = address
@@ -45,11 +55,8 @@ class GrpcWorker:
         self.commands: CommandStream | None = None
 
     async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse:
-        try:
-            reply: host_pb2.HostCreateResponse = await self.stub.Create(request)
-            return reply
-        except grpc.aio.AioRpcError as error:
-            raise _rebuilt(error) from None
+        reply: host_pb2.HostCreateResponse = await _unary(self.stub.Create(request))
+        return reply
 
     async def command(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
         """On the worker's command stream (opened on first use, reopened after it breaks)."""
@@ -65,18 +72,12 @@ class GrpcWorker:
             raise _rebuilt(error) from None
 
     async def view(self, request: host_pb2.HostViewRequest) -> matches_pb2.Update:
-        try:
-            reply: matches_pb2.Update = await self.stub.View(request)
-            return reply
-        except grpc.aio.AioRpcError as error:
-            raise _rebuilt(error) from None
+        reply: matches_pb2.Update = await _unary(self.stub.View(request))
+        return reply
 
     async def record(self, request: host_pb2.HostRecordRequest) -> matches_pb2.Record:
-        try:
-            reply: matches_pb2.Record = await self.stub.Record(request)
-            return reply
-        except grpc.aio.AioRpcError as error:
-            raise _rebuilt(error) from None
+        reply: matches_pb2.Record = await _unary(self.stub.Record(request))
+        return reply
 
     async def close(self) -> None:
         if self.commands is not None:
