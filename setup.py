@@ -50,8 +50,6 @@ def _plugin(folder: Path, entry: str) -> str:
     found = shutil.which(name)
     if found:
         return found
-    import mypy_protobuf.main  # build requirement
-
     script = folder / name
     script.write_text(
         f"#!{sys.executable}\n"
@@ -61,7 +59,6 @@ def _plugin(folder: Path, entry: str) -> str:
         f"sys.exit({entry}())\n"
     )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    _ = mypy_protobuf.main
     return str(script)
 
 

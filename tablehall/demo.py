@@ -13,7 +13,7 @@ from rich.console import Console
 
 from tablehall.selfplay import self_play
 from workers.games.catalog import game_named
-from workers.games.engine import Event, Seat, seconds
+from workers.games.engine import Event, seconds
 
 NAMES = ["Ana", "Bia", "Caio", "Duda"]
 
@@ -108,5 +108,3 @@ def _flip(tile: str) -> str:
     a, _, b = tile.partition("-")
     return f"{b}-{a}"
 
-
-_ = Seat

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from workers.games.engine import Game
 
 
+@cache
 def games() -> dict[str, Game[Any, Any, Any]]:
+    """Each game's engine, made once (engines hold no state)."""
     from workers.games.five_oh_one import FiveOhOne
     from workers.games.spectacular_bid import SpectacularBid
 
