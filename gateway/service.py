@@ -19,6 +19,7 @@ from google.protobuf.json_format import MessageToDict
 from gateway.status import STATUS, Known, edge, edge_stream
 from gateway.workers import Router
 from protos.tablehall.v1 import host_pb2, matches_pb2, matches_pb2_grpc
+from workers import metrics
 from workers.errors import NotFinished, NotFound, Unauthenticated
 from workers.games.catalog import game_named
 from workers.games.errors import MalformedAction
@@ -143,6 +144,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                     result = matches_pb2.CommandResult(ref=request.ref, seq=reply.seq)
                 except Known as error:
                     code = error.code
+                    metrics.REJECTED.labels(code).inc()
                     refused = matches_pb2.CommandError(status=STATUS[code].name, code=code, message=str(error))
                     result = matches_pb2.CommandResult(ref=request.ref, error=refused)
                 await events.put(matches_pb2.PlayEvent(result=result))

@@ -13,6 +13,7 @@ from typing import Any, NoReturn, TypeVar
 
 import grpc
 
+from workers import metrics
 from workers.errors import ServiceError
 from workers.games.errors import RulesError
 
@@ -34,6 +35,10 @@ STATUS: dict[str, grpc.StatusCode] = {
 
 Known = (ServiceError, RulesError)
 
+COMMANDS = frozenset({"Act"})
+"""The gateway's command calls whose refusals count in `tablehall_commands_rejected_total` (Play counts
+each refused command of its stream itself)."""
+
 R = TypeVar("R")
 
 
@@ -45,10 +50,12 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -
 
 async def settle(error: Exception, context: grpc.aio.ServicerContext[Any, Any], where: str) -> NoReturn:
     """End a call that raised: a known error with its status; anything else logged, INTERNAL to the caller."""
-    if isinstance(error, Known):
-        await abort(context, error)
     if isinstance(error, grpc.aio.AbortError):
         raise error
+    if where in COMMANDS:
+        metrics.REJECTED.labels(getattr(error, "code", "internal") if isinstance(error, Known) else "internal").inc()
+    if isinstance(error, Known):
+        await abort(context, error)
     log.exception("unexpected error in %s", where, exc_info=error)
     await context.abort(grpc.StatusCode.INTERNAL, "internal error: the service logged it")
     raise AssertionError("unreachable")  # context.abort raises

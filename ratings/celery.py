@@ -6,19 +6,29 @@ for the lock instead of sending every sweep twice (and takes over if the first o
 
 Tasks ack late and are re-queued if the worker dies mid-task: a rating may run twice, which the
 applied-marker makes harmless (ratings/rating.py); sweeps are idempotent (ratings/sweep.py).
+
+Metrics: with `TABLEHALL_METRICS_PORT` set, the worker's main process serves `/metrics` for all its
+prefork children through prometheus-client's multiprocess mode: `PROMETHEUS_MULTIPROC_DIR` must name an
+empty, writable directory in the environment the worker starts with (prometheus-client reads it when it
+is first imported); the main process empties it at start, serves a `MultiProcessCollector` over it, and
+marks each child dead when it exits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+from pathlib import Path
+from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 from sqlalchemy.exc import OperationalError
 
 from ratings import rating, settings
 from ratings.owners import over_grpc
 from ratings.sweep import sweep_once
+from workers import metrics
 from workers.settings import Topology
 from workers.sql.engine import database_url
 
@@ -84,3 +94,40 @@ def backlog() -> int:
 def enqueue(match_id: str) -> None:
     """Send the rating task (from a worker process, off its event loop)."""
     rate.delay(match_id)
+
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def start_multiprocess_metrics(port: int, host: str) -> Any:
+    """Serve `/metrics` for this process and every forked child (prometheus-client multiprocess mode)."""
+    from prometheus_client import CollectorRegistry, multiprocess
+
+    directory = os.environ.get(MULTIPROC_ENV)
+    if not directory:
+        raise RuntimeError(
+            f"TABLEHALL_METRICS_PORT={port} needs {MULTIPROC_ENV}: start the Celery worker with "
+            f"{MULTIPROC_ENV}=/some/empty/dir (prefork children write their metrics there)"
+        )
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    for stale in path.glob("*.db"):  # values of a previous run would be added to this one's
+        stale.unlink()
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    return metrics.serve_metrics(port, host, registry)
+
+
+@signals.worker_init.connect  # type: ignore[untyped-decorator]
+def _metrics_at_start(**_: object) -> None:
+    port = metrics.metrics_port(None)
+    if port > 0:
+        start_multiprocess_metrics(port, metrics.metrics_host("127.0.0.1"))
+
+
+@signals.worker_process_shutdown.connect  # type: ignore[untyped-decorator]
+def _child_exited(pid: int | None = None, **_: object) -> None:
+    if os.environ.get(MULTIPROC_ENV):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid or os.getpid())  # type: ignore[no-untyped-call]

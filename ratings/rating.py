@@ -24,6 +24,7 @@ from openskill.models import PlackettLuce
 from sqlalchemy import Connection, Engine, func, select
 
 from ratings import models as r
+from workers import metrics
 from workers.games.catalog import game_named
 from workers.games.engine import JSON
 from workers.replay_log import fresh, step
@@ -55,6 +56,8 @@ class Finished:
     ranks: tuple[int, ...] | None
     """Per seat (1 = best; ties share); None when the match is not to be rated."""
     why: str = ""
+    ended_unix_ms: int = 0
+    """When the match's last log write happened (its end, for a finished match)."""
 
 
 def ranks_of(game: str, outcome: dict[str, JSON]) -> tuple[int, ...]:
@@ -85,12 +88,12 @@ def load(conn: Connection, match_id: str) -> Finished | None:
     t = m.matches
     found = rows(
         conn,
-        select(t.c.game, t.c.status, t.c.options, t.c.created_unix_ms, t.c.lot, t.c.partition)
+        select(t.c.game, t.c.status, t.c.options, t.c.created_unix_ms, t.c.lot, t.c.partition, t.c.updated_unix_ms)
         .where(t.c.id == match_id),
     )
     if not found:
         return None
-    game_name, status, options, created, lot, partition = found[0]
+    game_name, status, options, created, lot, partition, ended = found[0]
     s, pl = m.seats, m.players
     seats = rows(
         conn,
@@ -125,7 +128,8 @@ def load(conn: Connection, match_id: str) -> Finished | None:
         return Finished(match_id, game_name, status, player_ids, None, "abandoned: no seat ever acted")
     if len(set(player_ids)) != len(player_ids):
         return Finished(match_id, game_name, status, player_ids, None, "one player held several seats")
-    return Finished(match_id, game_name, status, player_ids, ranks_of(game_name, match.outcome()))
+    ranks = ranks_of(game_name, match.outcome())
+    return Finished(match_id, game_name, status, player_ids, ranks, ended_unix_ms=int(ended))
 
 
 def _read_only(engine: Engine) -> Any:
@@ -137,6 +141,12 @@ def _read_only(engine: Engine) -> Any:
 def rate_match(engine: Engine, match_id: str) -> str:
     """Rate one match once: `rated`, `already` (a marker exists), `skipped` (finished, nothing to rate:
     marked so), `not_finished`, `voided` or `unknown`. Safe to call any number of times, concurrently."""
+    result = _rate_match(engine, match_id)
+    metrics.RATED.labels(result).inc()
+    return result
+
+
+def _rate_match(engine: Engine, match_id: str) -> str:
     with _read_only(engine) as conn, conn.begin():
         done = conn.execute(select(r.rated_matches.c.match_id).where(r.rated_matches.c.match_id == match_id))
         if done.first() is not None:
@@ -201,6 +211,8 @@ def apply(engine: Engine, found: Finished) -> str:
                 for seat, pid in enumerate(found.player_ids)
             ],
         )
+    if found.ended_unix_ms:
+        metrics.RATING_LAG.labels(found.game).observe(max(0, now_ms() - found.ended_unix_ms) / 1000)
     return "rated"
 
 

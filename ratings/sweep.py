@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine, and_, func, select
 
 from ratings import settings
+from workers import metrics
 from workers.sql import models as m
 from workers.sql import writes
 from workers.sql.models import rows
@@ -154,9 +155,15 @@ async def sweep_once(engine: Engine, settle: Settle, now: int | None = None, lim
             answered = False
         if answered:
             report.settled += 1
+            metrics.SWEPT.labels("settled").inc()
             continue
         reason = ABANDONED if item.abandon else OWNER_UNREACHABLE
         if await asyncio.to_thread(void_in_log, engine, item.match_id, reason, time.time_ns() // 1_000_000):
             report.voided[reason] = report.voided.get(reason, 0) + 1
+            metrics.SWEPT.labels(reason).inc()
+            metrics.VOIDED.labels(reason).inc()
+            if reason == OWNER_UNREACHABLE:
+                metrics.FAULTS.labels("owner_unreachable").inc()
     report.seconds = time.perf_counter() - start
+    metrics.SWEEPS.inc()
     return report

@@ -13,6 +13,9 @@ EXIT_ILLEGAL = 1
 EXIT_MALFORMED = 2
 
 
+METRICS_HELP = "serve /metrics on this port (TABLEHALL_METRICS_PORT; 0 = off, the default)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tablehall", description="Spectacular Bid and 501♠ match service")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -64,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving.add_argument("--port", type=int, default=None, help="port (default 50051; 0 picks a free one)")
     serving.add_argument("--workers", type=int, default=None, help="worker processes (default 0: in process)")
     serving.add_argument("--database-url", default=None, help="memory, or a URL (TABLEHALL_DATABASE_URL)")
+    serving.add_argument("--metrics-port", type=int, default=None, help=METRICS_HELP)
 
     front = commands.add_parser("gateway", help="the gateway alone, routing to worker processes")
     front.add_argument("--host", default=None)
@@ -72,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     front.add_argument(
         "--worker-address", default=None, help="template with {ordinal}/{port} (TABLEHALL_WORKER_ADDRESS)"
     )
+    front.add_argument("--metrics-port", type=int, default=None, help=METRICS_HELP)
 
     worker = commands.add_parser("worker", help="a match worker owning the partitions p with p mod N = K")
     worker.add_argument("--ordinal", type=int, required=True)
@@ -79,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     worker.add_argument("--host", default="127.0.0.1")
     worker.add_argument("--port", type=int, default=None, help="default: TABLEHALL_WORKER_BASE_PORT + ordinal")
     worker.add_argument("--database-url", default=None, help="memory, or a URL (TABLEHALL_DATABASE_URL)")
+    worker.add_argument("--metrics-port", type=int, default=None, help=METRICS_HELP)
 
     address = os.environ.get("TABLEHALL_ADDRESS", "127.0.0.1:50051")
     play = commands.add_parser("play", help="play a match in the terminal (vs bots, a friend, or one shared device)")
@@ -114,21 +120,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             from tablehall.serve import serve, settings
 
-            asyncio.run(serve(*settings(args.host, args.port), args.workers or 0, args.database_url))
+            asyncio.run(
+                serve(*settings(args.host, args.port), args.workers or 0, args.database_url, args.metrics_port)
+            )
             return 0
         if args.command == "gateway":
             import asyncio
 
             from tablehall.serve import run_gateway, settings
 
-            asyncio.run(run_gateway(*settings(args.host, args.port), args.workers or 0, args.worker_address))
+            asyncio.run(
+                run_gateway(*settings(args.host, args.port), args.workers or 0, args.worker_address, args.metrics_port)
+            )
             return 0
         if args.command == "worker":
             import asyncio
 
             from tablehall.serve import run_worker
 
-            asyncio.run(run_worker(args.ordinal, args.workers or 1, args.host, args.port, args.database_url))
+            asyncio.run(
+                run_worker(args.ordinal, args.workers or 1, args.host, args.port, args.database_url, args.metrics_port)
+            )
             return 0
         if args.command == "demo":
             from tablehall.demo import run_demo

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable
 
 from gateway.server import start_gateway
 from gateway.workers import GrpcWorker, Router, WorkerClient
+from workers import metrics
 from workers.host import MatchHost
 from workers.service import start_worker_server
 from workers.settings import Topology, open_storage, tolerance_ms
@@ -35,10 +36,15 @@ async def _until_stopped() -> None:
     await stop.wait()
 
 
-async def serve(host: str, port: int, workers: int = 0, database_url: str | None = None) -> None:
+async def serve(
+    host: str, port: int, workers: int = 0, database_url: str | None = None, metrics_port: int | None = None
+) -> None:
     _logging()
     topology = Topology.from_env(workers)
-    async with _workers(topology, database_url) as clients:
+    scrape = metrics.metrics_port(metrics_port)
+    exporter = metrics.serve_metrics(scrape, metrics.metrics_host(host))
+    child_metrics = exporter.server_address[1] + 1 if exporter is not None else 0
+    async with _workers(topology, database_url, child_metrics) as clients:
         gateway = await start_gateway(Router(clients), host, port)
         where = "in process" if topology.workers == 0 else f"in {topology.workers} worker processes"
         print(f"tablehall serving on {host}:{gateway.port} (matches {where})", flush=True)
@@ -49,11 +55,21 @@ async def serve(host: str, port: int, workers: int = 0, database_url: str | None
             if isinstance(client, MatchHost):
                 await client.stop()  # ends the watch streams, so calls in flight finish within the grace
         await gateway.stop(grace=5.0)
+    _stop(exporter)
 
 
-async def run_gateway(host: str, port: int, workers: int, address: str | None) -> None:
+def _stop(exporter: object) -> None:
+    shutdown = getattr(exporter, "shutdown", None)
+    if shutdown is not None:
+        shutdown()
+
+
+async def run_gateway(
+    host: str, port: int, workers: int, address: str | None, metrics_port: int | None = None
+) -> None:
     """The stateless front alone, routing to `workers` worker processes at `address`."""
     _logging()
+    exporter = metrics.serve_metrics(metrics.metrics_port(metrics_port), metrics.metrics_host(host))
     topology = Topology.from_env(workers, address)
     if topology.workers < 1:
         raise SystemExit("tablehall gateway needs --workers N ≥ 1 (or TABLEHALL_WORKERS)")
@@ -62,10 +78,14 @@ async def run_gateway(host: str, port: int, workers: int, address: str | None) -
     print(f"tablehall gateway serving on {host}:{gateway.port}", flush=True)
     await _until_stopped()
     await gateway.stop(grace=5.0)
+    _stop(exporter)
 
 
-async def run_worker(ordinal: int, workers: int, host: str, port: int | None, database_url: str | None) -> None:
+async def run_worker(
+    ordinal: int, workers: int, host: str, port: int | None, database_url: str | None, metrics_port: int | None = None
+) -> None:
     _logging()
+    exporter = metrics.serve_metrics(metrics.metrics_port(metrics_port), metrics.metrics_host(host))
     topology = Topology.from_env(workers)
     if not 0 <= ordinal < max(1, topology.workers):
         raise SystemExit(f"--ordinal must be from 0 to {topology.workers - 1}")
@@ -81,10 +101,14 @@ async def run_worker(ordinal: int, workers: int, host: str, port: int | None, da
     await server.stop(grace=5.0)
     await matches.stop()
     await storage.close()
+    _stop(exporter)
 
 
 @contextlib.asynccontextmanager
-async def _workers(topology: Topology, database_url: str | None) -> AsyncIterator[list[WorkerClient]]:
+async def _workers(
+    topology: Topology, database_url: str | None, metrics_port: int = 0
+) -> AsyncIterator[list[WorkerClient]]:
+    """`metrics_port`: the first worker process's /metrics port (the next ones count up); 0 = off."""
     from ratings.embedded import embedded_jobs
 
     url = database_url or _default_url()
@@ -113,10 +137,13 @@ async def _workers(topology: Topology, database_url: str | None) -> AsyncIterato
         for k in range(topology.workers):
             command = [sys.executable, "-m", "tablehall.cli", "worker", "--ordinal", str(k)]
             command += ["--workers", str(topology.workers), "--database-url", url]
+            command += ["--metrics-port", str(metrics_port + k if metrics_port else 0)]
             children.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True))
         for child in children:
             assert child.stdout is not None
             line = await asyncio.to_thread(child.stdout.readline)
+            if "metrics on" in line:  # its /metrics address comes first (--metrics-port)
+                line = await asyncio.to_thread(child.stdout.readline)
             if "serving on" not in line:
                 raise SystemExit(f"a worker did not start: {line!r}")
         from ratings.owners import over_grpc

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from protos.tablehall.v1 import matches_pb2
+from workers import metrics
 from workers.commitments import Commitment
 from workers.errors import NotFinished, NotYourSeat, Unauthenticated, Unavailable
 from workers.games.engine import JSON, Game, Millis, Seat
@@ -237,15 +238,21 @@ class MatchActor:
         change = self.seq + 1
         logged = self.position.logged
         progress = self.progress(match)
+        was_over = self.match.over
         try:
             for kind, seat, action, t in steps:
                 logged += 1
                 entry = LogEntry(logged, change, kind, seat, action, t)
+                started = time.perf_counter()
                 await self.storage.append(self.match_id, self.entry.partition, self.epoch, entry, progress)
+                metrics.LOG_COMMIT.observe(time.perf_counter() - started)
         except FencedOut as fenced:
             log.error("match %s: %s; this worker stops serving it", self.match_id, fenced)
             if self.on_fenced is not None:
                 self.on_fenced(self, fenced)
+            raise
+        except Exception:
+            metrics.FAULTS.labels("storage_error").inc()
             raise
         self.position.match = match
         self.position.commitments.extend(commitments)
@@ -253,6 +260,11 @@ class MatchActor:
         self.position.change = change
         self._publish()
         self.arm()
+        if match.over and not was_over:
+            if match.void_reason is not None:
+                metrics.VOIDED.labels(match.void_reason).inc()
+            else:
+                metrics.FINISHED.labels(self.entry.game, str(match.outcome().get("reason", "other"))).inc()
         if match.over and match.void_reason is None and self.on_finished is not None:
             self.on_finished(self.match_id)
         if change % SNAPSHOT_EVERY == 0 and not match.over:
@@ -304,8 +316,10 @@ class MatchActor:
             if deadline is None or deadline > now or self.match.over or self.closed:
                 self.arm()
                 return
+            metrics.TIMER_LATENESS.labels(self.entry.game).observe(max(0, now - deadline) / 1000)
             try:
                 if now - deadline > self.tolerance_ms:
+                    metrics.FAULTS.labels("timer_late").inc()
                     match, _ = self.match.void("timer_late", now)
                     log.warning("match %s: deadline timer fired %d ms late: voided", self.match_id, now - deadline)
                     await self._commit(match, [("void", None, {"reason": "timer_late"}, now)], now)

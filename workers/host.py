@@ -13,11 +13,13 @@ import json
 import logging
 import os
 import secrets
+import time
 from collections.abc import AsyncIterator, Callable
 
 from google.protobuf.json_format import MessageToDict
 
 from protos.tablehall.v1 import host_pb2, matches_pb2
+from workers import metrics
 from workers.actor import MatchActor, unix_ms
 from workers.errors import NotFound, NotOwner
 from workers.games.catalog import game_named
@@ -61,6 +63,7 @@ class MatchHost:
         self.beating: asyncio.Task[None] | None = None
         self.on_finished = on_finished
         """Hook for the rating job: called with a match id when a match finishes with a result."""
+        metrics.track(self)
 
     async def start(self) -> None:
         """Claim this worker's partitions and carry on their unfinished matches (SB-11 on a long outage)."""
@@ -78,6 +81,7 @@ class MatchHost:
             self.actors[actor.match_id] = actor
             recovered += 1
             if stored.progress.clock_running and outage is not None and outage > self.tolerance_ms:
+                metrics.FAULTS.labels("worker_down").inc()
                 await actor.void("worker_down", Millis(now - actor.entry.created_unix_ms))
                 voided += 1
             actor.arm()
@@ -148,11 +152,18 @@ class MatchHost:
         return host_pb2.HostCreateResponse()
 
     async def command(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
+        started = time.perf_counter()
+        if request.arrival_unix_ms:
+            metrics.HOP.observe(max(0, time.time_ns() // 1_000_000 - request.arrival_unix_ms) / 1000)
         actor = self.actor(request.match_id)
         claimed = request.seat if request.HasField("seat") else None
-        seq, view = await actor.command(
-            request.token_sha256, claimed, action_json(request.action), request.arrival_unix_ms
-        )
+        try:
+            seq, view = await actor.command(
+                request.token_sha256, claimed, action_json(request.action), request.arrival_unix_ms
+            )
+        finally:
+            kind = request.action.WhichOneof("kind") or "none"
+            metrics.COMMAND.labels(actor.entry.game, kind.rstrip("_")).observe(time.perf_counter() - started)
         return matches_pb2.ActResponse(seq=seq, view_json=view)
 
     async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
@@ -180,12 +191,14 @@ class MatchHost:
         return host_pb2.HostSettleResponse(status=progress.status, void_reason=progress.void_reason or "")
 
     async def stop(self) -> None:
+        metrics.untrack(self)
         if self.beating is not None:
             self.beating.cancel()
         for actor in self.actors.values():
             actor.close()
 
     def close(self) -> None:
+        metrics.untrack(self)
         if self.beating is not None:
             self.beating.cancel()
         for actor in self.actors.values():

@@ -1,0 +1,168 @@
+"""Operator metrics (prometheus-client): every `tablehall_*` series the processes export, in one place.
+
+Base units (seconds), counters end in `_total`, labels are low-cardinality only (game, action kind,
+error code, reason; never a match id or a player). Each process serves its own `/metrics`
+(`--metrics-port` / `TABLEHALL_METRICS_PORT`, 0 = off): `tablehall serve`, `tablehall gateway`,
+`tablehall worker`, and the Celery worker (prefork: multiprocess mode, see `ratings/celery.py`).
+
+`tablehall_matches_active` and `tablehall_watchers_connected` are read from the live match hosts when
+scraped (a collector, not a gauge kept in step by hand), so they cannot drift from the actors.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import weakref
+from collections import Counter as Tally
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from workers.host import MatchHost
+
+log = logging.getLogger("tablehall.metrics")
+
+# Latency buckets (seconds): sub-millisecond group commits up to multi-second stalls.
+FAST = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+# Timer lateness: the tolerance is 1 s by default; buckets around it.
+LATE = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.5, 5.0, 10.0, 30.0)
+# Rating lag after the match end: seconds to minutes (a Celery backlog).
+LAG = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 3600.0)
+
+FAULT_KINDS = ("worker_down", "timer_late", "owner_unreachable", "storage_error")
+
+TIMER_LATENESS = Histogram(
+    "tablehall_timer_lateness_seconds",
+    "How late a match's deadline timer fired: now minus the deadline it was armed for.",
+    ["game"],
+    buckets=LATE,
+)
+HOP = Histogram(
+    "tablehall_gateway_worker_hop_seconds",
+    "From the gateway stamping a command's arrival to its worker starting on it (wall clocks).",
+    buckets=FAST,
+)
+COMMAND = Histogram(
+    "tablehall_command_duration_seconds",
+    "A command at its worker, from receipt to acknowledgement (lock wait, rules, log commit), accepted or not.",
+    ["game", "action"],
+    buckets=FAST,
+)
+REJECTED = Counter(
+    "tablehall_commands_rejected_total",
+    "Commands (Act, Play) refused at the gateway's edge, by error code.",
+    ["code"],
+)
+FINISHED = Counter(
+    "tablehall_matches_finished_total",
+    "Matches that ended with a result, by game and how they ended (points, time, resign, score, ...).",
+    ["game", "reason"],
+)
+VOIDED = Counter(
+    "tablehall_matches_voided_total",
+    "Matches that ended without a result (a void step in the log), by reason.",
+    ["reason"],
+)
+FAULTS = Counter(
+    "tablehall_service_faults_total",
+    "Service faults by kind: worker_down, timer_late, owner_unreachable, storage_error.",
+    ["kind"],
+)
+RATED = Counter(
+    "tablehall_rating_updates_total",
+    "Rating task outcomes by result: rated, skipped, already, not_finished, voided, unknown.",
+    ["result"],
+)
+RATING_LAG = Histogram(
+    "tablehall_rating_lag_seconds",
+    "From a match's end (its last log write) to its ratings being committed.",
+    ["game"],
+    buckets=LAG,
+)
+SWEEPS = Counter("tablehall_sweep_runs_total", "Timeout sweeps run (each finds what is overdue or abandoned).")
+SWEPT = Counter(
+    "tablehall_sweep_matches_total",
+    "Matches a sweep handled, by outcome: settled (by the live owner), or voided by the sweep with its reason.",
+    ["outcome"],
+)
+LOG_COMMIT = Histogram(
+    "tablehall_event_log_commit_seconds",
+    "One durable append of a change's steps to the event log, until committed.",
+    buckets=FAST,
+)
+
+for _kind in FAULT_KINDS:  # every fault kind is exported from the start, at 0
+    FAULTS.labels(_kind)
+
+_hosts: weakref.WeakSet[MatchHost] = weakref.WeakSet()
+
+
+def track(host: MatchHost) -> None:
+    """Count this host's matches and watchers in the scrape-time gauges."""
+    _hosts.add(host)
+
+
+def untrack(host: MatchHost) -> None:
+    _hosts.discard(host)
+
+
+class LiveMatches(Collector):
+    """`tablehall_matches_active{game}` and `tablehall_watchers_connected{game}` from the live actors."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        active: Tally[str] = Tally()
+        watching: Tally[str] = Tally()
+        for host in list(_hosts):
+            for actor in list(host.actors.values()):
+                if actor.closed:
+                    continue
+                game = actor.entry.game
+                watching[game] += len(actor.watchers)
+                if not actor.match.over:
+                    active[game] += 1
+        matches = GaugeMetricFamily(
+            "tablehall_matches_active", "Matches in progress on this worker, by game.", labels=["game"]
+        )
+        watchers = GaugeMetricFamily(
+            "tablehall_watchers_connected", "Open watch streams (Watch, Play) on this worker, by game.", labels=["game"]
+        )
+        for game in sorted(set(active) | set(watching) | set(_GAMES)):
+            matches.add_metric([game], active[game])
+            watchers.add_metric([game], watching[game])
+        yield matches
+        yield watchers
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        return iter(())
+
+
+_GAMES = ("spectacular-bid", "501")
+_live = LiveMatches()
+REGISTRY.register(_live)
+
+
+def metrics_port(flag: int | None) -> int:
+    """The flag, else TABLEHALL_METRICS_PORT, else 0 (off)."""
+    if flag is not None:
+        return flag
+    return int(os.environ.get("TABLEHALL_METRICS_PORT", "0") or 0)
+
+
+def metrics_host(default: str) -> str:
+    """TABLEHALL_METRICS_HOST, else the role's own listen address (`default`)."""
+    return os.environ.get("TABLEHALL_METRICS_HOST") or default
+
+
+def serve_metrics(port: int, host: str = "127.0.0.1", registry: CollectorRegistry = REGISTRY) -> Any:
+    """Serve `/metrics` on `host:port` in a daemon thread; None when port is 0 (off). Returns the server."""
+    if port <= 0:
+        return None
+    server, _thread = start_http_server(port, addr=host, registry=registry)
+    bound = server.server_address[1]
+    print(f"tablehall metrics on http://{host}:{bound}/metrics", flush=True)
+    return server
