@@ -1,0 +1,123 @@
+"""Swiss pairing for Spectacular Bid, by networkx's maximum-weight matching.
+
+Input: the players in their current ranking order (best first; the caller ranks by score and then by
+seed, so this module never invents an order), each with score, previous opponents, bye count and seat
+history.
+
+1. Bye (odd count only): the lowest-ranked player with no previous bye; if everyone has had one, the
+   lowest-ranked among those with the fewest byes.
+2. The rest are paired by `networkx.max_weight_matching(G, maxcardinality=True)`. Edge weight, in
+   integer units so that each term strictly dominates everything after it:
+   - score gap: −(2·|score_a − score_b|)² × SCORE_UNIT — pairs inside a score group cost nothing, a pair
+     one point apart costs 4, two points apart 16, so the matcher prefers few and short floats;
+   - shape: −|(rank distance) − (size of the lower player's score group) / 2| — among equally good score
+     pairings, prefer the Dutch "top half meets bottom half" shape (1v5, 2v6, … in a group of eight),
+     and for floaters the nearest ranks.
+   Repeat pairings are omitted from the graph. Only if that graph has no perfect matching is a second
+   graph built with every pair, each repeat costing REPEAT_UNIT (more than all other terms together),
+   so the result has the fewest repeats possible and `SwissRound.repeats` says how many.
+3. Seats: seat 0 goes to the player with the lower (seat0 − seat1) history; on a tie, to the one who
+   had seat 1 last; then to the higher-ranked player.
+Output pairings are listed in order of their best-ranked player.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from gateway.tournaments.model import Bye, PlayerId, SbPairing, check_unique
+
+
+@dataclass(frozen=True, slots=True)
+class SwissPlayer:
+    player: PlayerId
+    score: float  # wins (halves allowed, e.g. voided tables counted as draws)
+    opponents: frozenset[PlayerId] = field(default_factory=frozenset)
+    byes: int = 0
+    seat0: int = 0  # games played in seat 0 so far
+    seat1: int = 0
+    last_seat: int | None = None  # 0 or 1, seat in the player's latest game
+
+
+@dataclass(frozen=True, slots=True)
+class SwissRound:
+    pairings: tuple[SbPairing, ...]
+    bye: Bye | None
+    repeats: int  # pairings that repeat an earlier game (0 unless unavoidable)
+
+
+def _half_points(score: float) -> int:
+    doubled = score * 2
+    if doubled != int(doubled):
+        raise ValueError(f"score {score} is not a multiple of 0.5")
+    return int(doubled)
+
+
+def choose_bye(ranked: Sequence[SwissPlayer]) -> SwissPlayer:
+    fewest = min(p.byes for p in ranked)
+    return [p for p in ranked if p.byes == fewest][-1]
+
+
+def _seats(a: SwissPlayer, b: SwissPlayer) -> SbPairing:
+    """`a` is ranked above `b`."""
+    balance_a, balance_b = a.seat0 - a.seat1, b.seat0 - b.seat1
+    if balance_a != balance_b:
+        first = a if balance_a < balance_b else b
+    elif a.last_seat != b.last_seat and a.last_seat is not None and b.last_seat is not None:
+        first = a if a.last_seat == 1 else b
+    else:
+        first = a
+    second = b if first is a else a
+    return SbPairing(first.player, second.player)
+
+
+def _graph(ranked: Sequence[SwissPlayer], allow_repeats: bool) -> nx.Graph:
+    n = len(ranked)
+    halves = [_half_points(p.score) for p in ranked]
+    group_size: dict[int, int] = {}
+    for h in halves:
+        group_size[h] = group_size.get(h, 0) + 1
+    shape_max = 2 * n  # shape term, doubled to stay integral, is below this
+    score_unit = shape_max * n + 1
+    max_gap = (max(halves) - min(halves)) ** 2 if halves else 0
+    repeat_unit = (max_gap * score_unit + shape_max) * n + 1
+    base = repeat_unit * (n + 1)  # keep every weight positive
+    graph = nx.Graph()
+    graph.add_nodes_from(range(n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            repeat = ranked[j].player in ranked[i].opponents or ranked[i].player in ranked[j].opponents
+            if repeat and not allow_repeats:
+                continue
+            gap = (halves[i] - halves[j]) ** 2
+            shape = abs(2 * (j - i) - group_size[halves[j]])
+            weight = base - gap * score_unit - shape - (repeat_unit if repeat else 0)
+            graph.add_edge(i, j, weight=weight)
+    return graph
+
+
+def _perfect(matching: set[tuple[int, int]], n: int) -> bool:
+    return 2 * len(matching) == n
+
+
+def pair_swiss(ranked: Sequence[SwissPlayer]) -> SwissRound:
+    """Pair one Swiss round. `ranked` is the current ranking, best first."""
+    check_unique([p.player for p in ranked])
+    players = list(ranked)
+    bye: Bye | None = None
+    if len(players) % 2 == 1:
+        chosen = choose_bye(players)
+        bye = Bye(chosen.player)
+        players = [p for p in players if p is not chosen]
+    n = len(players)
+    matching: set[tuple[int, int]] = nx.max_weight_matching(_graph(players, False), maxcardinality=True)
+    if not _perfect(matching, n):
+        matching = nx.max_weight_matching(_graph(players, True), maxcardinality=True)
+    assert _perfect(matching, n), "a complete graph on an even number of players has a perfect matching"
+    pairs = sorted((min(i, j), max(i, j)) for i, j in matching)
+    repeats = sum(1 for i, j in pairs if players[j].player in players[i].opponents)
+    pairings = tuple(_seats(players[i], players[j]) for i, j in pairs)
+    return SwissRound(pairings, bye, repeats)
