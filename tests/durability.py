@@ -28,6 +28,7 @@ from sqlalchemy import create_engine, select
 
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc
 from tablehall.client import ERROR_CODE_KEY
+from tests.processes import stop_process
 from workers.games.catalog import game_named
 from workers.sql import models
 from workers.storage import LogEntry
@@ -129,13 +130,7 @@ class Proc:
         assert code == -signal.SIGKILL, f"{self.name} ended with {code}, not by SIGKILL"
 
     def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(10)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(10)
+        stop_process(self.popen, grace=10)
         self._log.close()
 
 

@@ -7,7 +7,6 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.processes import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 MONITORING = REPO / "k8s" / "monitoring"
@@ -102,12 +103,7 @@ def serve_with_metrics(tmp: Path, workers: int = 0, **env: str) -> Iterator[Serv
         address = serving.split("serving on ")[1].split()[0]
         yield Served(address, f"http://127.0.0.1:{metrics_port}/metrics", process)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop_process(process)
 
 
 def until(check: object, timeout: float = 20.0, what: str = "a condition") -> None:

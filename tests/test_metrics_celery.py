@@ -5,7 +5,6 @@ Needs Redis at 127.0.0.1:6379 (`.ci/run` starts it): a failure under CI, a skip 
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 from celery import Celery
 
 from tests.metrics_support import free_port, samples, until, value
+from tests.processes import stop_process
 
 BROKER = "redis://127.0.0.1:6379/13"
 
@@ -52,12 +52,7 @@ def celery_worker(tmp_path: Path) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{port}/metrics|{queue}"
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop_process(process, grace=20)
         log.close()
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import signal
 import subprocess
 import time
 import urllib.parse
@@ -20,6 +19,7 @@ import pytest
 
 from tablehall.client import Client
 from tests.metrics_support import MONITORING, Served, binary, exported_names, free_port, serve_with_metrics
+from tests.processes import stop_process
 
 DASHBOARD = MONITORING / "tablehall-dashboard.json"
 ALERTS = MONITORING / "alerts.yaml"
@@ -67,12 +67,7 @@ def prometheus(served: Served, tmp_path: Path) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop_process(process)
         log.close()
         assert process.returncode is not None
 

@@ -25,6 +25,7 @@ from ratings import rating
 from ratings.owners import in_process, over_grpc
 from ratings.settings import engine_for
 from ratings.sweep import sweep_once
+from tests.processes import stop_process
 from tests.storage_backends import backend_for
 from tests.test_ratings_db import F501_FAST, counts, create, hosted, new_id, play_out, run, token
 from workers.actor import unix_ms
@@ -52,13 +53,7 @@ def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[b
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    stop_process(proc)
 
 
 def wait_for(check: Any, seconds: float, what: str) -> None:
