@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -34,6 +35,8 @@ def generate_protos() -> None:
     plugins = Path(tempfile.mkdtemp(prefix="tablehall-protoc-"))
     args += [f"--plugin=protoc-gen-mypy={_plugin(plugins, 'main')}", f"--mypy_out={ROOT}"]
     args += [f"--plugin=protoc-gen-mypy_grpc={_plugin(plugins, 'grpc')}", f"--mypy_grpc_out={ROOT}"]
+    # the Connect/gRPC-Web door's stubs (`*_connect.py`, connect-python's own protoc plugin)
+    args += [f"--plugin=protoc-gen-connect-python={_connect_plugin()}", f"--connect-python_out={ROOT}"]
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
@@ -60,6 +63,15 @@ def _plugin(folder: Path, entry: str) -> str:
     )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return str(script)
+
+
+def _connect_plugin() -> str:
+    """protoc-gen-connect-python (a binary shipped in its wheel): on PATH, or beside this interpreter."""
+    name = "protoc-gen-connect-python"
+    for found in (shutil.which(name), Path(sys.executable).parent / name, Path(sysconfig.get_path("scripts")) / name):
+        if found and Path(found).is_file():
+            return str(found)
+    raise SystemExit(f"{name} is missing: pip install protoc-gen-connect-python (a build requirement)")
 
 
 class BuildWithProtos(build_py):

@@ -1,0 +1,158 @@
+"""The gateway's HTTP door: the public services over Connect and gRPC-Web, and the web page at `/`.
+
+Browsers cannot speak native gRPC, so the same servicers the grpcio server runs (gateway/service.py) are
+mounted as connect-python ASGI applications through `ConnectBridge` (gateway/connect_door.py): no rule,
+check or error mapping is written twice. Uvicorn serves it in the gateway's own event loop, beside the
+grpc.aio server. Cross-origin callers are allowed only from the origins of one setting
+(`TABLEHALL_CORS_ORIGINS` / `--cors-origins`); the page itself is same-origin and needs none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import PlainTextResponse
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
+
+from gateway.connect_door import ConnectBridge
+from gateway.service import MatchesService
+from gateway.workers import Router
+from protos.tablehall.v1 import matches_connect, matches_pb2
+
+log = logging.getLogger("tablehall.web")
+
+DEFAULT_WEB_PORT = 8080
+WEB_DIR = Path(__file__).resolve().parents[1] / "web" / "dist"
+"""The Vite build of web/ (`npm run build`); `TABLEHALL_WEB_DIR` points elsewhere."""
+
+ALLOWED_HEADERS = (
+    "authorization",
+    "content-type",
+    "connect-protocol-version",
+    "connect-timeout-ms",
+    "connect-accept-encoding",
+    "connect-content-encoding",
+    "grpc-timeout",
+    "grpc-accept-encoding",
+    "x-grpc-web",
+    "x-user-agent",
+)
+EXPOSED_HEADERS = (
+    "grpc-status",
+    "grpc-message",
+    "grpc-status-details-bin",
+    "tablehall-error",
+    "trailer-tablehall-error",
+)
+"""What a cross-origin browser may read back: gRPC-Web's status and the service's stable error code."""
+
+
+def connect_apps(router: Router) -> list[Any]:
+    """The public services as Connect applications, each bridged to its grpcio servicer."""
+    matches = MatchesService(router)
+    descriptor = matches_pb2.DESCRIPTOR.services_by_name["Matches"]
+    bridge: Any = ConnectBridge(matches, descriptor)  # its methods are made from the descriptor
+    return [matches_connect.MatchesASGIApplication(bridge)]
+
+
+def cors_origins(flag: str | None = None) -> tuple[str, ...]:
+    """Origins allowed to call cross-origin (comma-separated; `*` for any); none by default."""
+    text = flag if flag is not None else os.environ.get("TABLEHALL_CORS_ORIGINS", "")
+    return tuple(origin.strip().rstrip("/") for origin in text.split(",") if origin.strip())
+
+
+def web_dir() -> Path:
+    return Path(os.environ.get("TABLEHALL_WEB_DIR") or WEB_DIR)
+
+
+async def _not_built(scope: Scope, receive: Receive, send: Send) -> None:
+    text = (
+        f"The tablehall web page is not built ({web_dir()} has no index.html).\n"
+        "Build it once: cd web && npm ci && npm run build\n"
+        "The Connect and gRPC-Web services answer here all the same.\n"
+    )
+    await PlainTextResponse(text, status_code=404)(scope, receive, send)
+
+
+def web_app(apps: Sequence[Any], static: Path | None, origins: Sequence[str] = ()) -> Starlette:
+    routes = [Mount(app.path, app=app) for app in apps]
+    page = StaticFiles(directory=static, html=True) if static and (static / "index.html").is_file() else _not_built
+    routes.append(Mount("/", app=page))
+    middleware = []
+    if origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=list(ALLOWED_HEADERS),
+                expose_headers=list(EXPOSED_HEADERS),
+                max_age=600,
+            )
+        )
+    return Starlette(routes=routes, middleware=middleware)
+
+
+@dataclass
+class WebDoor:
+    server: uvicorn.Server
+    sock: socket.socket
+    loop_task: asyncio.Task[None]
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Stop accepting, let calls in flight finish within `grace`, then cancel what is left."""
+        self.server.config.timeout_graceful_shutdown = max(1, round(grace))
+        self.server.should_exit = True
+        await self.loop_task
+        await self.server.shutdown(sockets=[self.sock])
+
+
+async def start_web_door(
+    router: Router, host: str = "127.0.0.1", port: int = DEFAULT_WEB_PORT, origins: Sequence[str] = ()
+) -> WebDoor:
+    """Serves the HTTP door in the running event loop; `port` 0 picks a free one."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise OSError(f"the web door cannot listen on {host}:{port}: {error.strerror}") from None
+    sock.listen(128)
+    sock.setblocking(False)
+    static = web_dir()
+    config = uvicorn.Config(
+        web_app(connect_apps(router), static, origins),
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+    config.load()
+    server = uvicorn.Server(config)
+    server.lifespan = config.lifespan_class(config)
+    await server.startup(sockets=[sock])
+    if not (static / "index.html").is_file():
+        log.warning("web page not built (%s): run `npm ci && npm run build` in web/", static)
+    return WebDoor(server, sock, asyncio.create_task(server.main_loop()), host, sock.getsockname()[1])
