@@ -25,6 +25,7 @@ STATUS: dict[str, grpc.StatusCode] = {
     "malformed_input": grpc.StatusCode.INVALID_ARGUMENT,
     "illegal_action": grpc.StatusCode.FAILED_PRECONDITION,
     "not_finished": grpc.StatusCode.FAILED_PRECONDITION,
+    "not_started": grpc.StatusCode.FAILED_PRECONDITION,
     "not_found": grpc.StatusCode.NOT_FOUND,
     "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
     "permission_denied": grpc.StatusCode.PERMISSION_DENIED,

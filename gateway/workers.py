@@ -31,6 +31,12 @@ class WorkerClient(Protocol):
 
     async def record(self, request: host_pb2.HostRecordRequest) -> matches_pb2.Record: ...
 
+    async def create_tables(self, request: host_pb2.HostCreateTablesRequest) -> host_pb2.HostTablesResponse: ...
+
+    async def start_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse: ...
+
+    async def cancel_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse: ...
+
 
 def _rebuilt(error: grpc.aio.AioRpcError) -> Exception:
     for key, value in error.trailing_metadata() or ():
@@ -77,6 +83,18 @@ class GrpcWorker:
 
     async def record(self, request: host_pb2.HostRecordRequest) -> matches_pb2.Record:
         reply: matches_pb2.Record = await _unary(self.stub.Record(request))
+        return reply
+
+    async def create_tables(self, request: host_pb2.HostCreateTablesRequest) -> host_pb2.HostTablesResponse:
+        reply: host_pb2.HostTablesResponse = await _unary(self.stub.CreateTables(request))
+        return reply
+
+    async def start_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
+        reply: host_pb2.HostTablesResponse = await _unary(self.stub.StartTables(request))
+        return reply
+
+    async def cancel_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
+        reply: host_pb2.HostTablesResponse = await _unary(self.stub.CancelTables(request))
         return reply
 
     async def close(self) -> None:

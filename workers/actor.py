@@ -5,17 +5,19 @@ snapshot that each watcher turns into its own view."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from protos.tablehall.v1 import matches_pb2
 from workers import metrics
 from workers.commitments import Commitment
-from workers.errors import NotFinished, NotYourSeat, Unauthenticated, Unavailable
+from workers.errors import NotFinished, NotStarted, NotYourSeat, Unauthenticated, Unavailable
 from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.errors import MalformedAction
 from workers.games.records import Match
@@ -48,6 +50,7 @@ class MatchActor:
         tolerance_ms: int = 1000,
         on_fenced: Callable[[MatchActor, FencedOut], None] | None = None,
         on_finished: Callable[[str], None] | None = None,
+        on_ended: Callable[[str], None] | None = None,
     ) -> None:
         self.entry = entry
         self.game = game
@@ -59,6 +62,8 @@ class MatchActor:
         self.on_fenced = on_fenced
         self.on_finished = on_finished
         """Called with the match id once a result is logged (not a void): enqueues its rating."""
+        self.on_ended = on_ended
+        """Called with the match id once the match is over, result or void (tournament rounds)."""
         self.snapshots: list[Match] = [position.match] if position.change else []
         self.first_seq = max(1, position.change)
         self.views: dict[tuple[int, Seat | None], str] = {}
@@ -73,9 +78,18 @@ class MatchActor:
         cls, entry: MatchEntry, game: Game[Any, Any, Any], storage: Storage, epoch: int, **kw: Any
     ) -> MatchActor:
         await storage.create(entry, epoch)
+        return await cls.opened(entry, game, storage, epoch, **kw)
+
+    @classmethod
+    async def opened(
+        cls, entry: MatchEntry, game: Game[Any, Any, Any], storage: Storage, epoch: int, **kw: Any
+    ) -> MatchActor:
+        """A match just written to storage: dealt now, or held until its start (`created_unix_ms`)."""
         actor = cls(entry, game, storage, epoch, fresh(game, entry), **kw)
-        async with actor.lock:
-            await actor._commit(actor.match, [], Millis(0))
+        if entry.created_unix_ms > actor.clock():
+            actor.arm()  # scheduled: the timer starts it
+        else:
+            await actor.start()
         return actor
 
     @classmethod
@@ -104,6 +118,32 @@ class MatchActor:
     def commitments(self) -> list[Commitment]:
         return self.position.commitments
 
+    @property
+    def scheduled(self) -> bool:
+        """Held until its start: nothing dealt, no clock running, no command taken."""
+        return self.seq == 0 and not self.closed
+
+    async def start(self, origin_unix_ms: int | None = None) -> bool:
+        """Deal the first hand at match time 0. A match's time counts from its deal, so an early start
+        (the organizer's "start now", `origin_unix_ms`) or one found late by more than the tolerance (the
+        worker was down at the start) first moves the origin to now. False if it had started already."""
+        async with self.lock:
+            if self.seq > 0 or self.closed:
+                return False
+            now = self.clock()
+            if origin_unix_ms is not None or now - self.entry.created_unix_ms > self.tolerance_ms:
+                origin = now if origin_unix_ms is None else origin_unix_ms
+                await self.storage.reschedule(self.match_id, self.entry.partition, self.epoch, origin)
+                self.entry = dataclasses.replace(self.entry, created_unix_ms=origin)
+            await self._commit(self.match, [], Millis(0))
+            return True
+
+    def not_started(self) -> str:
+        starts = self.entry.created_unix_ms
+        when = datetime.fromtimestamp(starts / 1000, UTC).isoformat(timespec="milliseconds")
+        wait = max(0, starts - self.clock()) / 1000
+        return f"match {self.match_id} is scheduled: it starts at {when} (in {wait:.1f} s); nothing is dealt yet"
+
     def seat_of(self, token_sha256: bytes) -> Seat:
         if not token_sha256:
             raise Unauthenticated("this needs a seat token: send it as 'authorization: Bearer <token>'")
@@ -121,6 +161,8 @@ class MatchActor:
             raise NotYourSeat(f"this token acts for seat {seat}, not seat {claimed}")
         parsed = self.game.parse_action(action)
         async with self.lock:
+            if self.seq == 0:
+                raise NotStarted(self.not_started())
             # a command stamped before the last change is counted at that change (one actor, in order)
             now = Millis(max(self.match.now, arrival_unix_ms - self.entry.created_unix_ms))
             match, _ = self.match.apply(seat, parsed, now)
@@ -143,16 +185,20 @@ class MatchActor:
         key = (seq, seat)
         cached = self.views.get(key)
         if cached is None:
-            view = self.game.view(self.snapshots[seq - self.first_seq].state, seat)
+            view = self.game.view(self.at(seq).state, seat)
             cached = json.dumps(view.to_json(), separators=(",", ":"))
             if seq >= self.seq - 1:
                 self.views[key] = cached
         return cached
 
+    def at(self, seq: int) -> Match:
+        """The match as published at change `seq` (0: as created, before its start)."""
+        return self.position.match if seq == 0 == self.seq else self.snapshots[seq - self.first_seq]
+
     def update(self, seat: Seat | None, seq: int) -> matches_pb2.Update:
-        snapshot = self.snapshots[seq - self.first_seq]
+        snapshot = self.at(seq)
         published = self.commitments[: len(snapshot.deals)]
-        return matches_pb2.Update(
+        update = matches_pb2.Update(
             match_id=self.match_id,
             seq=seq,
             seat=seat,
@@ -160,6 +206,9 @@ class MatchActor:
             commitments=[matches_pb2.Commitment(deal=i, sha256=c.sha256) for i, c in enumerate(published)],
             over=snapshot.over,
         )
+        if seq == 0:
+            update.starts_unix_ms = self.entry.created_unix_ms
+        return update
 
     async def watch(self, token_sha256: bytes, after_seq: int) -> AsyncIterator[matches_pb2.Update]:
         """The caller's view after every change past `after_seq`; ends after the match ends."""
@@ -176,7 +225,7 @@ class MatchActor:
                 while next_seq <= self.seq:
                     yield self.update(seat, next_seq)
                     next_seq += 1
-                if self.snapshots[-1].over:
+                if self.snapshots and self.snapshots[-1].over:
                     return
                 wake.clear()
                 if next_seq > self.seq:
@@ -267,6 +316,8 @@ class MatchActor:
                 metrics.FINISHED.labels(self.entry.game, str(match.outcome().get("reason", "other"))).inc()
         if match.over and match.void_reason is None and self.on_finished is not None:
             self.on_finished(self.match_id)
+        if match.over and not was_over and self.on_ended is not None:
+            self.on_ended(self.match_id)
         if change % SNAPSHOT_EVERY == 0 and not match.over:
             snapshot = Snapshot(change, self.position.freeze())
             await self.storage.snapshot(self.match_id, self.entry.partition, self.epoch, snapshot)
@@ -289,11 +340,11 @@ class MatchActor:
             self.first_seq = 1
 
     def arm(self) -> None:
-        """The deadline timer follows `next_deadline` after every change."""
+        """The deadline timer follows `next_deadline` after every change; a scheduled match's is its start."""
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        deadline = self.game.next_deadline(self.match.state)
+        deadline = Millis(0) if self.seq == 0 else self.game.next_deadline(self.match.state)
         if deadline is None or self.match.over or self.closed:
             return
         delay = (self.entry.created_unix_ms + deadline - self.clock() + 1) / 1000
@@ -309,7 +360,15 @@ class MatchActor:
         await self._fire()
 
     async def _fire(self) -> None:
-        """The deadline timer: settle what is due, or void the match if the timer came too late (SB-11)."""
+        """The deadline timer: settle what is due, or void the match if the timer came too late (SB-11).
+        A scheduled match starts (a late start is no fault: no clock ran)."""
+        if self.seq == 0:
+            try:
+                if self.clock() < self.entry.created_unix_ms or not await self.start():
+                    self.arm()
+            except FencedOut:
+                pass
+            return
         async with self.lock:
             deadline = self.game.next_deadline(self.match.state)
             now = Millis(max(self.match.now, self.clock() - self.entry.created_unix_ms))

@@ -44,6 +44,12 @@ class Unavailable(ServiceError):
     code = "unavailable"
 
 
+class NotStarted(ServiceError):
+    """A command for a scheduled match before its start (nothing is dealt, no clock runs yet)."""
+
+    code = "not_started"
+
+
 ERRORS: dict[str, type[Exception]] = {
     cls.code: cls
     for cls in (
@@ -53,6 +59,7 @@ ERRORS: dict[str, type[Exception]] = {
         NotFinished,
         NotOwner,
         Unavailable,
+        NotStarted,
         IllegalAction,
         MalformedAction,
     )

@@ -15,6 +15,7 @@ import os
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
@@ -23,12 +24,20 @@ from workers import metrics
 from workers.actor import MatchActor, unix_ms
 from workers.errors import NotFound, NotOwner
 from workers.games.catalog import game_named
-from workers.games.engine import JSON, Millis, Seat
+from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.errors import MalformedAction
 from workers.partitions import PARTITIONS, partition_of
 from workers.storage import FencedOut, MatchEntry, MemoryStorage, Storage
 
 log = logging.getLogger("tablehall.worker")
+
+
+def check_table(game: Game[Any, Any, Any], players: tuple[str, ...]) -> None:
+    """Seats and names of one table (the gateway checks a whole batch with this before sending it)."""
+    if not game.min_seats <= len(players) <= game.max_seats:
+        raise MalformedAction(f"{game.name} takes {game.min_seats} to {game.max_seats} players, not {len(players)}")
+    if any(not p.strip() or len(p) > 64 for p in players):
+        raise MalformedAction("every player needs a name of 1 to 64 characters")
 
 
 def action_json(action: matches_pb2.Action) -> dict[str, JSON]:
@@ -50,6 +59,8 @@ class MatchHost:
         tolerance_ms: int = 1000,
         owner: str | None = None,
         on_finished: Callable[[str], None] | None = None,
+        on_ended: Callable[[str], None] | None = None,
+        clock: Callable[[], int] = unix_ms,
     ) -> None:
         self.storage: Storage = storage if storage is not None else MemoryStorage()
         self.ordinal = ordinal
@@ -63,13 +74,17 @@ class MatchHost:
         self.beating: asyncio.Task[None] | None = None
         self.on_finished = on_finished
         """Hook for the rating job: called with a match id when a match finishes with a result."""
+        self.on_ended = on_ended
+        """Hook for tournaments: called with a match id when a match ends, with a result or voided."""
+        self.clock = clock
+        """The wall clock in unix ms (tests inject one): starts of scheduled matches, deadlines."""
         metrics.track(self)
 
     async def start(self) -> None:
         """Claim this worker's partitions and carry on their unfinished matches (SB-11 on a long outage)."""
         last_alive = await self.storage.last_heartbeat(self.partitions)
         self.epochs = await self.storage.claim(self.owner, self.partitions)
-        now = unix_ms()
+        now = self.clock()
         await self.storage.heartbeat(self.owner, now)
         outage = None if last_alive is None else now - last_alive
         recovered = voided = 0
@@ -98,7 +113,10 @@ class MatchHost:
                 await self.storage.heartbeat(self.owner, unix_ms())
 
     def _actor_kw(self) -> dict[str, object]:
-        return {"tolerance_ms": self.tolerance_ms, "on_fenced": self._fenced, "on_finished": self.on_finished}
+        return {
+            "tolerance_ms": self.tolerance_ms, "on_fenced": self._fenced, "on_finished": self.on_finished,
+            "on_ended": self.on_ended, "clock": self.clock,
+        }
 
     def _fenced(self, actor: MatchActor, error: FencedOut) -> None:
         """Another process claimed this partition: stop serving all of its matches here."""
@@ -124,32 +142,92 @@ class MatchHost:
             raise NotFound(f"no match {match_id!r}")
         return actor
 
-    async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse:
+    def _entry(self, request: host_pb2.HostCreateRequest) -> MatchEntry:
+        """A validated new match (owned partition, known game, seats, names, tokens, the engine's options)."""
         partition = self._owned(request.match_id)
         game = game_named(request.game)
         if game is None:
             raise MalformedAction(f"unknown game {request.game!r}: spectacular-bid or 501")
         players = tuple(request.players)
-        if not game.min_seats <= len(players) <= game.max_seats:
-            raise MalformedAction(f"{game.name} takes {game.min_seats} to {game.max_seats} players, not {len(players)}")
-        if any(not p.strip() or len(p) > 64 for p in players):
-            raise MalformedAction("every player needs a name of 1 to 64 characters")
+        check_table(game, players)
         if len(request.token_sha256) != len(players):
             raise MalformedAction("one token per seat")
         options = json.loads(request.options_json) if request.options_json else {}
         if not isinstance(options, dict):
             raise MalformedAction("options must be an object")
-        if request.match_id in self.actors:
-            raise MalformedAction(f"match {request.match_id} exists already")
         lot = secrets.randbelow(len(players))
         game.start(len(players), options, Seat(lot))  # the engine validates the options
-        entry = MatchEntry(
+        return MatchEntry(
             request.match_id, game.name, players, options, tuple(request.token_sha256),
             request.created_unix_ms, lot, partition,
         )
-        actor = await MatchActor.create(entry, game, self.storage, self.epochs.get(partition, 0), **self._actor_kw())
+
+    async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse:
+        entry = self._entry(request)
+        if request.match_id in self.actors:
+            raise MalformedAction(f"match {request.match_id} exists already")
+        game = game_named(entry.game)
+        assert game is not None
+        epoch = self.epochs.get(entry.partition, 0)
+        actor = await MatchActor.create(entry, game, self.storage, epoch, **self._actor_kw())
         self.actors[entry.match_id] = actor
         return host_pb2.HostCreateResponse()
+
+    async def create_tables(self, request: host_pb2.HostCreateTablesRequest) -> host_pb2.HostTablesResponse:
+        """Every table validated before any is written, then all in one transaction (see host.proto).
+        A match id already here with the same game, players and tokens is a retried batch: accepted."""
+        entries: list[MatchEntry] = []
+        seen: set[str] = set()
+        for index, table in enumerate(request.tables):
+            try:
+                entry = self._entry(table)
+            except MalformedAction as error:
+                raise MalformedAction(f"table {index + 1} ({table.match_id}): {error}") from None
+            if entry.match_id in seen:
+                raise MalformedAction(f"table {index + 1}: match id {entry.match_id} twice in the batch")
+            seen.add(entry.match_id)
+            known = self.actors.get(entry.match_id)
+            if known is None:
+                entries.append(entry)
+            elif (known.entry.game, known.entry.players, known.entry.token_sha256) != (
+                entry.game, entry.players, entry.token_sha256
+            ):
+                raise MalformedAction(f"table {index + 1}: match {entry.match_id} exists already, with other seats")
+        await self.storage.create_many(entries, {e.partition: self.epochs.get(e.partition, 0) for e in entries})
+        kw = self._actor_kw()
+
+        async def open_one(entry: MatchEntry) -> None:
+            game = game_named(entry.game)
+            assert game is not None
+            epoch = self.epochs.get(entry.partition, 0)
+            self.actors[entry.match_id] = await MatchActor.opened(entry, game, self.storage, epoch, **kw)
+
+        await asyncio.gather(*(open_one(entry) for entry in entries))
+        return self._states([t.match_id for t in request.tables])
+
+    async def start_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
+        """Start these held matches now (their time counts from now); started ones are left alone."""
+        actors = [self.actor(match_id) for match_id in request.match_ids]
+        now = self.clock()
+        await asyncio.gather(*(actor.start(now) for actor in actors if actor.scheduled))
+        return self._states(list(request.match_ids))
+
+    async def cancel_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
+        """Void these matches (a batch that could not be created everywhere); unknown ids are skipped."""
+        reason = request.reason or "cancelled"
+        known = [self.actors[m] for m in request.match_ids if self._owned(m) is not None and m in self.actors]
+        await asyncio.gather(*(a.void(reason, Millis(self.clock() - a.entry.created_unix_ms)) for a in known))
+        return self._states([a.match_id for a in known])
+
+    def _states(self, match_ids: list[str]) -> host_pb2.HostTablesResponse:
+        states = []
+        for match_id in match_ids:
+            actor = self.actor(match_id)
+            status = "scheduled" if actor.scheduled else actor.progress(actor.match).status
+            states.append(host_pb2.HostTableState(
+                match_id=match_id, status=status, starts_unix_ms=actor.entry.created_unix_ms
+            ))
+        return host_pb2.HostTablesResponse(tables=states)
 
     async def command(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
         started = time.perf_counter()
@@ -184,7 +262,7 @@ class MatchHost:
         actor = self.actor(request.match_id)
         if request.abandon_reason:
             if not (request.only_if_untouched and actor.match.log is not None):
-                await actor.void(request.abandon_reason, Millis(unix_ms() - actor.entry.created_unix_ms))
+                await actor.void(request.abandon_reason, Millis(self.clock() - actor.entry.created_unix_ms))
         else:
             await actor.settle()
         progress = actor.progress(actor.match)

@@ -73,6 +73,20 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
     async def Record(self, request: host_pb2.HostRecordRequest, context: Context) -> matches_pb2.Record:
         return await self.host.record(request)
 
+    @edge
+    async def CreateTables(
+        self, request: host_pb2.HostCreateTablesRequest, context: Context
+    ) -> host_pb2.HostTablesResponse:
+        return await self.host.create_tables(request)
+
+    @edge
+    async def StartTables(self, request: host_pb2.HostTablesRequest, context: Context) -> host_pb2.HostTablesResponse:
+        return await self.host.start_tables(request)
+
+    @edge
+    async def CancelTables(self, request: host_pb2.HostTablesRequest, context: Context) -> host_pb2.HostTablesResponse:
+        return await self.host.cancel_tables(request)
+
 
 class MatchSweepsService(host_pb2_grpc.MatchSweepsServicer):
     def __init__(self, host: MatchHost) -> None:

@@ -8,7 +8,7 @@ processes that both believe they own a partition never both write one match.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from workers.errors import ServiceError
@@ -97,6 +97,14 @@ class Storage(Protocol):
 
     async def create(self, entry: MatchEntry, epoch: int) -> None: ...
 
+    async def create_many(self, entries: list[MatchEntry], epochs: dict[int, int]) -> None:
+        """Create all of these matches in one transaction, or none (`epochs`: per partition)."""
+        ...
+
+    async def reschedule(self, match_id: str, partition: int, epoch: int, origin_unix_ms: int) -> None:
+        """Move a match's time origin (`created_unix_ms`: its start); only while nothing is logged."""
+        ...
+
     async def append(
         self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress
     ) -> None:
@@ -148,6 +156,20 @@ class MemoryStorage:
         self.matches[entry.match_id] = entry
         self.logs[entry.match_id] = []
         self.progress[entry.match_id] = Progress()
+
+    async def create_many(self, entries: list[MatchEntry], epochs: dict[int, int]) -> None:
+        for entry in entries:
+            self._fence(entry.partition, epochs.get(entry.partition, 0))
+            if entry.match_id in self.matches:
+                raise ValueError(f"match {entry.match_id} exists already")
+        for entry in entries:
+            await self.create(entry, epochs.get(entry.partition, 0))
+
+    async def reschedule(self, match_id: str, partition: int, epoch: int, origin_unix_ms: int) -> None:
+        self._fence(partition, epoch)
+        if self.logs[match_id]:
+            raise ValueError(f"match {match_id} has started: its origin stays")
+        self.matches[match_id] = replace(self.matches[match_id], created_unix_ms=origin_unix_ms)
 
     async def append(
         self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress

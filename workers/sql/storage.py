@@ -66,6 +66,12 @@ class SqlStorage:
     async def create(self, entry: MatchEntry, epoch: int) -> None:
         await self._writer.submit(writes.CreateOp(entry, epoch))
 
+    async def create_many(self, entries: list[MatchEntry], epochs: dict[int, int]) -> None:
+        await self._writer.submit(writes.CreateManyOp(list(entries), dict(epochs)))
+
+    async def reschedule(self, match_id: str, partition: int, epoch: int, origin_unix_ms: int) -> None:
+        await self._writer.submit(writes.RescheduleOp(match_id, partition, epoch, origin_unix_ms))
+
     async def append(
         self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress
     ) -> None:

@@ -56,6 +56,25 @@ class SnapshotOp(Fenced):
         self.match_id, self.partition, self.epoch, self.snapshot = match_id, partition, epoch, snapshot
 
 
+class CreateManyOp(Op):
+    """Many matches in one transaction of their own: every one is written, or (fenced out, an id taken)
+    none is."""
+
+    solo = True
+
+    def __init__(self, entries: list[MatchEntry], epochs: dict[int, int]) -> None:
+        super().__init__()
+        self.entries, self.epochs = entries, epochs
+
+
+class RescheduleOp(Fenced):
+    """A new time origin for a match that has logged nothing yet (a held match started early or late)."""
+
+    def __init__(self, match_id: str, partition: int, epoch: int, origin_unix_ms: int) -> None:
+        super().__init__()
+        self.match_id, self.partition, self.epoch, self.origin_unix_ms = match_id, partition, epoch, origin_unix_ms
+
+
 class HeartbeatOp(Op):
     def __init__(self, owner: str, at_unix_ms: int) -> None:
         super().__init__()
@@ -85,9 +104,13 @@ def apply(conn: Connection, ops: Sequence[Op]) -> list[object]:
     if len(ops) == 1 and isinstance(ops[0], ClaimOp):
         out[0] = _claim(conn, ops[0])
         return out
+    if len(ops) == 1 and isinstance(ops[0], CreateManyOp):
+        _create_many(conn, ops[0], now_ms())  # raises, so the transaction writes nothing, on any refusal
+        return out
     now = now_ms()
     live = _fence(conn, ops, out)
     _creates(conn, [(i, op) for i, op in live if isinstance(op, CreateOp)], out, now)
+    _reschedules(conn, [(i, op) for i, op in live if isinstance(op, RescheduleOp)], out)
     _appends(conn, [(i, op) for i, op in live if isinstance(op, AppendOp) and out[i] is None], out, now)
     _snapshots(conn, [(i, op) for i, op in live if isinstance(op, SnapshotOp)], out, now)
     _heartbeats(conn, [op for op in ops if isinstance(op, HeartbeatOp)])
@@ -157,6 +180,36 @@ def _creates(conn: Connection, creates: list[tuple[int, CreateOp]], out: list[ob
         else:
             existing.add(e.match_id)
             accepted.append(e)
+    _insert_matches(conn, accepted, now)
+
+
+def _create_many(conn: Connection, op: CreateManyOp, now: int) -> None:
+    epochs = _epochs(conn, {e.partition for e in op.entries}, lock=True)
+    for e in op.entries:
+        epoch, owner = epochs.get(e.partition, (0, None))
+        if epoch != op.epochs.get(e.partition, 0):
+            raise FencedOut(f"partition {e.partition} was claimed by {owner} (epoch {epoch})")
+        if len(e.token_sha256) != len(e.players):
+            raise ValueError(f"match {e.match_id}: {len(e.players)} players but {len(e.token_sha256)} tokens")
+    ids = [e.match_id for e in op.entries]
+    taken = _existing(conn, set(ids))
+    if taken or len(set(ids)) != len(ids):
+        raise ValueError(f"match ids exist already: {', '.join(sorted(taken)) or 'repeated in the batch'}")
+    _insert_matches(conn, op.entries, now)
+
+
+def _reschedules(conn: Connection, ops: list[tuple[int, RescheduleOp]], out: list[object]) -> None:
+    ev, t = m.events, m.matches
+    for i, op in ops:
+        logged = select(ev.c.seq).where(ev.c.match_id == op.match_id).exists()
+        done = conn.execute(
+            update(t).where(t.c.id == op.match_id, ~logged).values(created_unix_ms=op.origin_unix_ms)
+        )
+        if done.rowcount != 1:
+            out[i] = ValueError(f"match {op.match_id} is unknown or has started: its origin stays")
+
+
+def _insert_matches(conn: Connection, accepted: list[MatchEntry], now: int) -> None:
     if not accepted:
         return
     names = sorted({name for e in accepted for name in e.players})
