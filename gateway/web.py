@@ -60,6 +60,30 @@ EXPOSED_HEADERS = (
 """What a cross-origin browser may read back: gRPC-Web's status and the service's stable error code."""
 
 
+@dataclass(frozen=True, slots=True)
+class WebSettings:
+    """Whether and where the HTTP door listens (`port` None: off), and who may call it cross-origin."""
+
+    port: int | None
+    origins: tuple[str, ...] = ()
+
+    @staticmethod
+    def of(port: str | None, origins: str | None, default: int | None) -> WebSettings:
+        """From a flag, else `TABLEHALL_WEB_PORT` ("off" or a port; 0 picks a free one), else `default`."""
+        text = port if port is not None else os.environ.get("TABLEHALL_WEB_PORT")
+        if text is None or not text.strip():
+            return WebSettings(default, cors_origins(origins))
+        if text.strip().lower() == "off":
+            return WebSettings(None, cors_origins(origins))
+        try:
+            number = int(text)
+        except ValueError:
+            raise SystemExit(f"the web port must be a number or 'off', not {text!r}") from None
+        if not 0 <= number < 65536:
+            raise SystemExit(f"the web port must be from 0 to 65535, not {number}")
+        return WebSettings(number, cors_origins(origins))
+
+
 def connect_apps(router: Router) -> list[Any]:
     """The public services as Connect applications, each bridged to its grpcio servicer."""
     matches = MatchesService(router)

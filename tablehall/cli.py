@@ -14,6 +14,11 @@ EXIT_MALFORMED = 2
 
 
 METRICS_HELP = "serve /metrics on this port (TABLEHALL_METRICS_PORT; 0 = off, the default)"
+WEB_HELP = (
+    "the HTTP door for browsers: the web page, Connect and gRPC-Web (TABLEHALL_WEB_PORT; 'off' disables it; "
+    "0 picks a free port). Default: {default}"
+)
+CORS_HELP = "origins allowed to call the HTTP door from other sites, comma-separated, * = any (TABLEHALL_CORS_ORIGINS)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving.add_argument("--workers", type=int, default=None, help="worker processes (default 0: in process)")
     serving.add_argument("--database-url", default=None, help="memory, or a URL (TABLEHALL_DATABASE_URL)")
     serving.add_argument("--metrics-port", type=int, default=None, help=METRICS_HELP)
+    serving.add_argument("--web-port", default=None, help=WEB_HELP.format(default="8080, or a free one with --port 0"))
+    serving.add_argument("--cors-origins", default=None, help=CORS_HELP)
 
     front = commands.add_parser("gateway", help="the gateway alone, routing to worker processes")
     front.add_argument("--host", default=None)
@@ -77,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--worker-address", default=None, help="template with {ordinal}/{port} (TABLEHALL_WORKER_ADDRESS)"
     )
     front.add_argument("--metrics-port", type=int, default=None, help=METRICS_HELP)
+    front.add_argument("--web-port", default=None, help=WEB_HELP.format(default="off"))
+    front.add_argument("--cors-origins", default=None, help=CORS_HELP)
 
     worker = commands.add_parser("worker", help="a match worker owning the partitions p with p mod N = K")
     worker.add_argument("--ordinal", type=int, required=True)
@@ -118,19 +127,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             import asyncio
 
+            from gateway.web import DEFAULT_WEB_PORT, WebSettings
             from tablehall.serve import serve, settings
 
-            asyncio.run(
-                serve(*settings(args.host, args.port), args.workers or 0, args.database_url, args.metrics_port)
-            )
+            host, port = settings(args.host, args.port)
+            web = WebSettings.of(args.web_port, args.cors_origins, DEFAULT_WEB_PORT if port else 0)
+            asyncio.run(serve(host, port, args.workers or 0, args.database_url, args.metrics_port, web))
             return 0
         if args.command == "gateway":
             import asyncio
 
+            from gateway.web import WebSettings
             from tablehall.serve import run_gateway, settings
 
+            web = WebSettings.of(args.web_port, args.cors_origins, None)
             asyncio.run(
-                run_gateway(*settings(args.host, args.port), args.workers or 0, args.worker_address, args.metrics_port)
+                run_gateway(
+                    *settings(args.host, args.port), args.workers or 0, args.worker_address, args.metrics_port, web
+                )
             )
             return 0
         if args.command == "worker":

@@ -16,6 +16,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 
 from gateway.server import start_gateway
+from gateway.web import WebDoor, WebSettings, start_web_door
 from gateway.workers import GrpcWorker, Router, WorkerClient
 from workers import metrics
 from workers.host import MatchHost
@@ -37,7 +38,12 @@ async def _until_stopped() -> None:
 
 
 async def serve(
-    host: str, port: int, workers: int = 0, database_url: str | None = None, metrics_port: int | None = None
+    host: str,
+    port: int,
+    workers: int = 0,
+    database_url: str | None = None,
+    metrics_port: int | None = None,
+    web: WebSettings | None = None,
 ) -> None:
     _logging()
     topology = Topology.from_env(workers)
@@ -45,17 +51,33 @@ async def serve(
     exporter = metrics.serve_metrics(scrape, metrics.metrics_host(host))
     child_metrics = exporter.server_address[1] + 1 if exporter is not None else 0
     async with _workers(topology, database_url, child_metrics) as clients:
-        gateway = await start_gateway(Router(clients), host, port)
+        router = Router(clients)
+        gateway = await start_gateway(router, host, port)
         where = "in process" if topology.workers == 0 else f"in {topology.workers} worker processes"
         print(f"tablehall serving on {host}:{gateway.port} (matches {where})", flush=True)
+        door = await _web_door(router, host, web)
         await _until_stopped()
         print("tablehall: shutting down", flush=True)
         gateway.health.enter_graceful_shutdown()
         for client in clients:
             if isinstance(client, MatchHost):
                 await client.stop()  # ends the watch streams, so calls in flight finish within the grace
+        if door is not None:
+            await door.stop(grace=5.0)
         await gateway.stop(grace=5.0)
     _stop(exporter)
+
+
+async def _web_door(router: Router, host: str, web: WebSettings | None) -> WebDoor | None:
+    """The HTTP door for browsers (gateway/web.py) beside the gRPC server, in the same event loop."""
+    if web is None or web.port is None:
+        return None
+    try:
+        door = await start_web_door(router, host, web.port, web.origins)
+    except OSError as error:
+        raise SystemExit(f"tablehall: {error} (choose another with --web-port, or --web-port off)") from None
+    print(f"tablehall web page, Connect and gRPC-Web on {door.url}", flush=True)
+    return door
 
 
 def _stop(exporter: object) -> None:
@@ -65,7 +87,12 @@ def _stop(exporter: object) -> None:
 
 
 async def run_gateway(
-    host: str, port: int, workers: int, address: str | None, metrics_port: int | None = None
+    host: str,
+    port: int,
+    workers: int,
+    address: str | None,
+    metrics_port: int | None = None,
+    web: WebSettings | None = None,
 ) -> None:
     """The stateless front alone, routing to `workers` worker processes at `address`."""
     _logging()
@@ -74,9 +101,13 @@ async def run_gateway(
     if topology.workers < 1:
         raise SystemExit("tablehall gateway needs --workers N ≥ 1 (or TABLEHALL_WORKERS)")
     clients = [GrpcWorker(topology.worker_address(k)) for k in range(topology.workers)]
-    gateway = await start_gateway(Router(clients), host, port)
+    router = Router(clients)
+    gateway = await start_gateway(router, host, port)
     print(f"tablehall gateway serving on {host}:{gateway.port}", flush=True)
+    door = await _web_door(router, host, web)
     await _until_stopped()
+    if door is not None:
+        await door.stop(grace=5.0)
     await gateway.stop(grace=5.0)
     _stop(exporter)
 
