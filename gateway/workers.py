@@ -6,15 +6,13 @@ in-process client; `GrpcWorker` reaches a worker process and turns its errors ba
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Protocol, TypeVar
 
 import grpc
 
-from gateway.status import ERROR_CODE_KEY
+from gateway.links import CommandStream, WatchFeed, rebuilt
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
-from workers.errors import Unavailable, error_for
 from workers.partitions import owner_of
 
 T = TypeVar("T")
@@ -38,19 +36,12 @@ class WorkerClient(Protocol):
     async def cancel_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse: ...
 
 
-def _rebuilt(error: grpc.aio.AioRpcError) -> Exception:
-    for key, value in error.trailing_metadata() or ():
-        if key == ERROR_CODE_KEY:
-            return error_for(str(value), error.details() or "")
-    return Unavailable(f"the match's worker is unreachable ({error.code().name}: {error.details()})")
-
-
 async def _unary(call: Awaitable[T]) -> T:
     """One internal call; a worker's refusal comes back as its own error class."""
     try:
         return await call
     except grpc.aio.AioRpcError as error:
-        raise _rebuilt(error) from None
+        raise rebuilt(error) from None
 
 
 class GrpcWorker:
@@ -59,6 +50,7 @@ class GrpcWorker:
         self.channel = grpc.aio.insecure_channel(address)
         self.stub = host_pb2_grpc.MatchHostStub(self.channel)
         self.commands: CommandStream | None = None
+        self.feed: WatchFeed | None = None
 
     async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse:
         reply: host_pb2.HostCreateResponse = await _unary(self.stub.Create(request))
@@ -71,11 +63,11 @@ class GrpcWorker:
         return await self.commands.send(request)
 
     async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
-        try:
-            async for update in self.stub.Watch(request):
-                yield update
-        except grpc.aio.AioRpcError as error:
-            raise _rebuilt(error) from None
+        """On the worker's feed stream (opened on first use, reopened after it breaks)."""
+        if self.feed is None or self.feed.broken:
+            self.feed = WatchFeed(self.stub)
+        async for update in self.feed.watch(request):
+            yield update
 
     async def view(self, request: host_pb2.HostViewRequest) -> matches_pb2.Update:
         reply: matches_pb2.Update = await _unary(self.stub.View(request))
@@ -98,64 +90,10 @@ class GrpcWorker:
         return reply
 
     async def close(self) -> None:
-        if self.commands is not None:
-            self.commands.close()
+        for stream in (self.commands, self.feed):
+            if stream is not None:
+                stream.close()
         await self.channel.close()
-
-
-class CommandStream:
-    """One bidirectional stream to a worker carrying every command, matched to replies by `ref`."""
-
-    def __init__(self, stub: host_pb2_grpc.MatchHostStub) -> None:
-        self.call = stub.Commands()
-        self.waiting: dict[int, asyncio.Future[matches_pb2.ActResponse]] = {}
-        self.refs = 0
-        self.broken = False
-        self.writing = asyncio.Lock()  # grpc allows one write in flight per stream
-        self.reader = asyncio.create_task(self._read())
-
-    async def send(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
-        self.refs += 1
-        ref = self.refs
-        reply: asyncio.Future[matches_pb2.ActResponse] = asyncio.get_running_loop().create_future()
-        self.waiting[ref] = reply
-        sent = host_pb2.HostCommandRequest()
-        sent.CopyFrom(request)
-        sent.ref = ref
-        try:
-            async with self.writing:
-                await self.call.write(sent)
-        except (grpc.aio.AioRpcError, grpc.aio.UsageError, asyncio.InvalidStateError) as error:
-            self.waiting.pop(ref, None)
-            broken = Unavailable(f"the match's worker is unreachable ({type(error).__name__})")
-            self._break(broken)
-            raise broken from None
-        return await reply
-
-    async def _read(self) -> None:
-        try:
-            async for message in self.call:
-                reply = self.waiting.pop(message.ref, None)
-                if reply is None or reply.done():
-                    continue
-                if message.error_code:
-                    reply.set_exception(error_for(message.error_code, message.error_message))
-                else:
-                    reply.set_result(message.reply)
-            self._break(Unavailable("the match's worker closed its command stream"))
-        except grpc.aio.AioRpcError as error:
-            self._break(_rebuilt(error))
-
-    def _break(self, error: Exception) -> None:
-        self.broken = True
-        for reply in self.waiting.values():
-            if not reply.done():
-                reply.set_exception(error)
-        self.waiting.clear()
-
-    def close(self) -> None:
-        self.reader.cancel()
-        self.call.cancel()
 
 
 class Router:

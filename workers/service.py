@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any, TypeAlias
 
@@ -12,6 +13,11 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from gateway.status import Known, edge, edge_stream
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from workers.host import MatchHost
+from workers.outbox import Outbox
+
+log = logging.getLogger("tablehall.worker")
+
+INTERNAL = "internal error: the service logged it"
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
@@ -30,10 +36,11 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
 
     @edge_stream
     async def Commands(
-        self, requests: AsyncIterator[host_pb2.HostCommandRequest], context: Context
-    ) -> AsyncIterator[host_pb2.HostCommandReply]:
-        """Commands multiplexed on one stream: each runs as its own task; replies go out as they finish."""
-        replies: asyncio.Queue[host_pb2.HostCommandReply | None] = asyncio.Queue()
+        self, requests: AsyncIterator[host_pb2.HostCommandBatch], context: Context
+    ) -> AsyncIterator[host_pb2.HostCommandReplyBatch]:
+        """Commands multiplexed on one stream: each runs as its own task; replies go out as they finish,
+        batched (`workers.outbox`)."""
+        replies: Outbox[host_pb2.HostCommandReply] = Outbox()
         running: set[asyncio.Task[None]] = set()
 
         async def one(request: host_pb2.HostCommandRequest) -> None:
@@ -41,23 +48,66 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
                 reply = host_pb2.HostCommandReply(ref=request.ref, reply=await self.host.command(request))
             except Known as error:
                 reply = host_pb2.HostCommandReply(ref=request.ref, error_code=error.code, error_message=str(error))
-            await replies.put(reply)
+            replies.put(reply)
 
         async def read() -> None:
-            async for request in requests:
-                task = asyncio.create_task(one(request))
-                running.add(task)
-                task.add_done_callback(running.discard)
+            async for batch in requests:
+                for request in batch.commands:
+                    task = asyncio.create_task(one(request))
+                    running.add(task)
+                    task.add_done_callback(running.discard)
             await asyncio.gather(*running)
-            await replies.put(None)
+            replies.close()
 
         reader = asyncio.create_task(read())
         try:
-            while (reply := await replies.get()) is not None:
-                yield reply
+            while batch := await replies.take():
+                yield host_pb2.HostCommandReplyBatch(replies=batch)
         finally:
             reader.cancel()
             for task in running:
+                task.cancel()
+
+    @edge_stream
+    async def Feed(
+        self, requests: AsyncIterator[host_pb2.FeedRequest], context: Context
+    ) -> AsyncIterator[host_pb2.FeedBatch]:
+        """Many watches on one stream (gateway/links.py): each follows its match as `Watch` would."""
+        items: Outbox[host_pb2.FeedItem] = Outbox()
+        following: dict[int, asyncio.Task[None]] = {}
+
+        async def follow(number: int, watch: host_pb2.HostWatchRequest) -> None:
+            try:
+                async for update in self.host.watch(watch):
+                    items.put(host_pb2.FeedItem(id=number, update=update))
+                items.put(host_pb2.FeedItem(id=number, end=True))
+            except Known as error:
+                items.put(host_pb2.FeedItem(id=number, end=True, error_code=error.code, error_message=str(error)))
+            except Exception:
+                log.exception("unexpected error in a watch of match %s", watch.match_id)
+                items.put(host_pb2.FeedItem(id=number, end=True, error_code="internal", error_message=INTERNAL))
+            finally:
+                following.pop(number, None)
+
+        async def read() -> None:
+            async for request in requests:
+                for subscribe in request.subscribe:
+                    following[subscribe.id] = asyncio.create_task(follow(subscribe.id, subscribe.watch))
+                for number in request.cancel:
+                    task = following.pop(number, None)
+                    if task is not None:
+                        task.cancel()
+            for task in list(following.values()):
+                task.cancel()  # the gateway is gone: so are its watches
+            items.close()
+
+        reader = asyncio.create_task(read())
+        try:
+            while batch := await items.take():
+                yield host_pb2.FeedBatch(items=batch)
+        finally:
+            reader.cancel()
+            for task in list(following.values()):
                 task.cancel()
 
     @edge_stream
