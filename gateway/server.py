@@ -1,4 +1,5 @@
-"""Assembles the gateway's gRPC server: the Matches service, standard health, server reflection."""
+"""Assembles the gateway's gRPC server: the Matches and Tournaments services, standard health, server
+reflection."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from gateway.service import MatchesService
+from gateway.tournaments.service import TournamentsService
 from gateway.workers import Router
-from protos.tablehall.v1 import matches_pb2, matches_pb2_grpc
+from protos.tablehall.v1 import matches_pb2, matches_pb2_grpc, tournaments_pb2, tournaments_pb2_grpc
 
 MATCHES = matches_pb2.DESCRIPTOR.services_by_name["Matches"].full_name
+TOURNAMENTS = tournaments_pb2.DESCRIPTOR.services_by_name["Tournaments"].full_name
 
 
 @dataclass
@@ -30,14 +33,15 @@ class Gateway:
 async def start_gateway(router: Router, host: str = "127.0.0.1", port: int = 0) -> Gateway:
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     matches_pb2_grpc.add_MatchesServicer_to_server(MatchesService(router), server)
+    tournaments_pb2_grpc.add_TournamentsServicer_to_server(TournamentsService(router), server)
     checker = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(checker, server)
-    names = (MATCHES, health.SERVICE_NAME, reflection.SERVICE_NAME)
+    names = (MATCHES, TOURNAMENTS, health.SERVICE_NAME, reflection.SERVICE_NAME)
     reflection.enable_server_reflection(names, server)
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port}")
     await server.start()
-    for name in ("", MATCHES):
+    for name in ("", MATCHES, TOURNAMENTS):
         checker.set(name, health_pb2.HealthCheckResponse.SERVING)
     return Gateway(server, checker, bound)

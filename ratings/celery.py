@@ -50,7 +50,9 @@ app.conf.update(
     beat_schedule={
         "tablehall-sweep": {"task": "ratings.sweep", "schedule": settings.sweep_s()},
         "tablehall-rating-backlog": {"task": "ratings.backlog", "schedule": max(30.0, settings.sweep_s())},
+        "tablehall-tournaments": {"task": "tournaments.advance", "schedule": settings.sweep_s()},
     },
+    include=["ratings.tournaments"],
 )
 
 

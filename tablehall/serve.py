@@ -14,8 +14,10 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
 
 from gateway.server import start_gateway
+from gateway.tournaments.jobs import EndedTables, tournament_jobs
 from gateway.web import WebDoor, WebSettings, start_web_door
 from gateway.workers import GrpcWorker, Router, WorkerClient
 from workers import metrics
@@ -50,8 +52,10 @@ async def serve(
     scrape = metrics.metrics_port(metrics_port)
     exporter = metrics.serve_metrics(scrape, metrics.metrics_host(host))
     child_metrics = exporter.server_address[1] + 1 if exporter is not None else 0
-    async with _workers(topology, database_url, child_metrics) as clients:
+    ended = EndedTables()  # in-process workers tell the tournaments when a table ends
+    async with _workers(topology, database_url, child_metrics, ended.notify) as clients, AsyncExitStack() as jobs:
         router = Router(clients)
+        await jobs.enter_async_context(tournament_jobs(_default_url(), router, ended))
         gateway = await start_gateway(router, host, port)
         where = "in process" if topology.workers == 0 else f"in {topology.workers} worker processes"
         print(f"tablehall serving on {host}:{gateway.port} (matches {where})", flush=True)
@@ -122,7 +126,8 @@ async def run_worker(
         raise SystemExit(f"--ordinal must be from 0 to {topology.workers - 1}")
     storage = await open_storage(database_url)
     matches = MatchHost(
-        storage, ordinal, max(1, topology.workers), tolerance_ms=tolerance_ms(), on_finished=_rating_queue()
+        storage, ordinal, max(1, topology.workers), tolerance_ms=tolerance_ms(), on_finished=_rating_queue(),
+        on_ended=_tournament_queue(),
     )
     await matches.start()
     listen = f"{host}:{port if port is not None else topology.base_port + ordinal}"
@@ -137,9 +142,10 @@ async def run_worker(
 
 @contextlib.asynccontextmanager
 async def _workers(
-    topology: Topology, database_url: str | None, metrics_port: int = 0
+    topology: Topology, database_url: str | None, metrics_port: int = 0, on_ended: Callable[[str], None] | None = None
 ) -> AsyncIterator[list[WorkerClient]]:
-    """`metrics_port`: the first worker process's /metrics port (the next ones count up); 0 = off."""
+    """`metrics_port`: the first worker process's /metrics port (the next ones count up); 0 = off.
+    `on_ended`: the in-process worker's hook for every match that ends (tournaments)."""
     from ratings.embedded import embedded_jobs
 
     url = database_url or _default_url()
@@ -150,7 +156,9 @@ async def _workers(
         storage = await open_storage(database_url)
         hosts: list[MatchHost] = []
         async with embedded_jobs(url, lambda: in_process(hosts)) as jobs:  # rating + sweeps, no broker
-            matches = MatchHost(storage, tolerance_ms=tolerance_ms(), on_finished=jobs.on_finished if jobs else None)
+            matches = MatchHost(
+                storage, tolerance_ms=tolerance_ms(), on_finished=jobs.on_finished if jobs else None, on_ended=on_ended
+            )
             hosts.append(matches)
             await matches.start()
             try:
@@ -203,10 +211,24 @@ def _rating_queue() -> Callable[[str], None] | None:
     return send
 
 
-def _unsent(match_id: str, error: BaseException | None) -> None:
+def _tournament_queue() -> Callable[[str], None] | None:
+    """A worker process tells the tournaments a match ended through a Celery task (TABLEHALL_REDIS_URL);
+    without a broker the periodic pass of whoever runs the tournament jobs notices within its period."""
+    if not os.environ.get("TABLEHALL_REDIS_URL"):
+        return None
+    from ratings.tournaments import enqueue_ended
+
+    def send(match_id: str) -> None:
+        future = asyncio.get_running_loop().run_in_executor(None, enqueue_ended, match_id)
+        future.add_done_callback(lambda f: _unsent(match_id, f.exception(), "tournament"))
+
+    return send
+
+
+def _unsent(match_id: str, error: BaseException | None, task: str = "rating") -> None:
     if error is not None:
         logging.getLogger("tablehall.ratings").warning(
-            "match %s: rating task not sent (%s); the backlog job rates it", match_id, error
+            "match %s: %s task not sent (%s); a periodic job catches up", match_id, task, error
         )
 
 

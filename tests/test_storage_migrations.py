@@ -10,6 +10,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
+import gateway.tournaments.schema  # noqa: F401 - its tables (0003_tournaments) join the same metadata
 import ratings.models  # noqa: F401 - its tables (0002_ratings) join the same metadata
 from tests.storage_backends import SQL_BACKENDS, backend_for, run
 from tests.test_storage_contract import RUNNING, match, step
@@ -20,6 +21,7 @@ from workers.sql.models import metadata
 TABLES = {
     "players", "matches", "seats", "events", "snapshots", "partitions", "workers",
     "ratings", "rating_history", "rated_matches",
+    "organizers", "tournaments", "tournament_players", "tournament_byes", "batches", "batch_tables",
 }
 
 
@@ -41,7 +43,7 @@ def tables(url: str) -> set[str]:
 def assert_at_head(url: str) -> None:
     engine = make_engine(url)
     try:
-        assert current(engine) == head() == "0002_ratings"
+        assert current(engine) == head() == "0003_tournaments"
         with engine.connect() as conn:
             # The migrations build exactly what the models describe (types, indexes, constraints).
             assert compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), metadata) == []

@@ -1,0 +1,322 @@
+"""Runs batches and tournaments: validates, writes them to the database, creates their tables on the
+workers, and moves each tournament on when its round has ended.
+
+Stateless apart from a lock per tournament (one process never plans the same round twice at once); any
+number of directors (gateway replicas, the embedded jobs, Celery tasks) may run side by side, since the
+database decides which one writes a round (store.insert_batch). Blocking database work runs in threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+
+from gateway.tournaments import rounds, store, tables
+from gateway.tournaments.errors import BatchRejected, NotYours, RoundNotOver, TournamentOver
+from gateway.tournaments.organizers import Organizer
+from gateway.tournaments.tables import PlannedTable
+from gateway.workers import Router
+from workers.actor import unix_ms
+from workers.errors import NotFound, ServiceError, Unavailable
+from workers.games.catalog import game_named
+from workers.games.engine import Seat
+from workers.games.errors import MalformedAction, RulesError
+
+log = logging.getLogger("tablehall.tournaments")
+
+MAX_AHEAD_MS = 366 * 24 * 3600 * 1000
+DEFAULT_PAUSE_MS = 30_000
+STALE_MS = 15_000
+"""A batch still `creating` this long after its last progress is taken over (its creator stopped)."""
+
+
+def seat_token(seat_key: bytes, match_id: str, seat: int) -> str:
+    """A tournament player's seat token at one table, derived (never stored): HMAC-SHA256(seat_key, id:seat)."""
+    digest = hmac.new(seat_key, f"{match_id}:{seat}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest[:24]).decode()
+
+
+def sha256(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedTable:
+    match_id: str
+    players: tuple[str, ...]
+    tokens: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedBatch:
+    batch_id: str
+    starts_unix_ms: int
+    tables: tuple[CreatedTable, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentSpec:
+    name: str
+    game: str
+    players: tuple[str, ...]
+    format: str
+    rounds: int = 0
+    options: dict[str, Any] | None = None
+    start_unix_ms: int | None = None
+    voided: str = "replay"
+    manual: bool = False
+    round_pause_ms: int | None = None
+
+
+class Director:
+    def __init__(self, engine: Engine, router: Router, clock: Callable[[], int] = unix_ms) -> None:
+        self.engine = engine
+        self.router = router
+        self.clock = clock
+        self.locks: dict[str, asyncio.Lock] = {}
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.to_thread(fn, self.engine, *args)
+
+    def _origin(self, start_unix_ms: int | None) -> int:
+        now = self.clock()
+        if start_unix_ms is None or start_unix_ms <= now:
+            return now
+        if start_unix_ms - now > MAX_AHEAD_MS:
+            raise BatchRejected("the start may be at most a year ahead")
+        return start_unix_ms
+
+    # --- bulk tables ---------------------------------------------------------------------------------
+
+    async def create_tables(
+        self,
+        organizer: Organizer,
+        game_name: str,
+        seating: Sequence[Sequence[str]],
+        options: dict[str, Any],
+        start_unix_ms: int | None,
+    ) -> CreatedBatch:
+        """All or nothing (tables.py): checked in full, written, created on every worker; if a worker
+        fails, what was made is voided `cancelled` (nobody has its tokens) and the call fails."""
+        game = tables.check_batch(game_name, seating, options)
+        origin = self._origin(start_unix_ms)
+        created: list[CreatedTable] = []
+        planned: list[PlannedTable] = []
+        for players in seating:
+            match_id = tables.new_match_id()
+            tokens = tuple(secrets.token_urlsafe(24) for _ in players)
+            created.append(CreatedTable(match_id, tuple(players), tokens))
+            planned.append(PlannedTable(match_id, tuple(players), tuple(sha256(t) for t in tokens)))
+        batch = store.Batch(secrets.token_hex(8), organizer.id, game.name, dict(options), origin, len(planned))
+        await self._db(store.insert_batch, batch, planned)
+        try:
+            await tables.send(self.router, tables.requests(game.name, json.dumps(options), origin, planned))
+        except Exception as error:
+            await tables.cancel(self.router, [t.match_id for t in planned])
+            await self._db(store.batch_status, batch.id, "cancelled")
+            log.warning("batch %s cancelled: %s", batch.id, error)
+            if isinstance(error, ServiceError | RulesError) and not isinstance(error, Unavailable):
+                raise
+            raise Unavailable(
+                f"a worker failed while the tables were created ({error}); the tables already made were voided, "
+                "nothing can be played: send the batch again"
+            ) from None
+        await self._db(store.batch_status, batch.id, "created")
+        return CreatedBatch(batch.id, origin, tuple(created))
+
+    async def owned_batch(self, organizer: Organizer, batch_id: str) -> tuple[store.Batch, list[PlannedTable]]:
+        loaded = await self._db(store.load_batch, batch_id)
+        if loaded is None or loaded[0].status == "cancelled":
+            raise NotFound(f"no batch {batch_id!r}")
+        if loaded[0].organizer_id != organizer.id:
+            raise NotYours(f"batch {batch_id} belongs to another organizer")
+        return loaded  # type: ignore[no-any-return]
+
+    async def start_tables(self, organizer: Organizer, batch_id: str) -> tuple[int, int]:
+        """Start a batch's held tables now: (tables running afterwards, when)."""
+        batch, planned = await self.owned_batch(organizer, batch_id)
+        if batch.status != "created":
+            raise Unavailable(f"batch {batch_id} is still being created: start it once it is")
+        states = await tables.start(self.router, [t.match_id for t in planned])
+        at = self.clock()
+        await self._db(store.batch_status, batch_id, "created", min(at, batch.starts_unix_ms))
+        return sum(1 for s in states if s.status != "scheduled"), at
+
+    # --- tournaments -------------------------------------------------------------------------------
+
+    async def create_tournament(
+        self, organizer: Organizer, spec: TournamentSpec
+    ) -> tuple[str, list[tuple[int, str, str]]]:
+        """Store the tournament and round 1 (its tables are created in the background: `deliver`).
+        Returns the tournament id and (seed, player, token) for each player, the tokens shown once."""
+        count = rounds.check_settings(spec.game, spec.format, spec.rounds, spec.players)
+        game = game_named(spec.game)
+        assert game is not None
+        options = dict(spec.options or {})
+        for size in range(game.min_seats, game.max_seats + 1):
+            try:
+                game.start(size, options, Seat(0))
+            except MalformedAction as error:
+                raise BatchRejected(f"options: {error}") from None
+        if spec.voided not in ("replay", "draw"):
+            raise BatchRejected(f"voided tables are 'replay'ed or counted as a 'draw', not {spec.voided!r}")
+        pause = DEFAULT_PAUSE_MS if spec.round_pause_ms is None else spec.round_pause_ms
+        if not 0 <= pause <= 24 * 3600 * 1000:
+            raise BatchRejected("the pause between rounds is 0 to 86400 s")
+        if not 1 <= len(spec.name.strip()) <= 128:
+            raise BatchRejected("a tournament needs a name of 1 to 128 characters")
+        tournament_id = secrets.token_hex(8)
+        tournament = store.Tournament(
+            tournament_id, organizer.id, spec.name.strip(), game.name, spec.format, count, options, spec.voided,
+            spec.manual, pause, self._origin(spec.start_unix_ms), "running", 0, spec.players,
+        )
+        tokens = [secrets.token_urlsafe(24) for _ in spec.players]
+        players = [
+            store.NewPlayer(seed, name, sha256(token), secrets.token_bytes(32))
+            for seed, (name, token) in enumerate(zip(spec.players, tokens, strict=True), 1)
+        ]
+        await self._db(store.insert_tournament, tournament, players)
+        batch_id = await self.advance(tournament_id, by_organizer=True)
+        if batch_id is not None:
+            self.spawn(self.deliver(batch_id))
+        return tournament_id, [(p.seed, p.name, t) for p, t in zip(players, tokens, strict=True)]
+
+    async def snapshot(self, tournament_id: str, organizer: Organizer | None = None) -> store.Snapshot:
+        """The tournament as it stands (results of tables that ended since recorded first)."""
+        await self._db(store.refresh, tournament_id)
+        snap: store.Snapshot | None = await self._db(store.snapshot, tournament_id)
+        if snap is None:
+            raise NotFound(f"no tournament {tournament_id!r}")
+        if organizer is not None and snap.tournament.organizer_id != organizer.id:
+            raise NotYours(f"tournament {tournament_id} belongs to another organizer")
+        return snap
+
+    async def advance(self, tournament_id: str, by_organizer: bool = False) -> str | None:
+        """The tournament's next step once its round has ended: replays of voided tables, the next round,
+        or the end. Returns the id of a batch it wrote (to `deliver`), None if there was nothing to do.
+        Automatically (`by_organizer` False) a `manual` tournament only records results and ends."""
+        lock = self.locks.setdefault(tournament_id, asyncio.Lock())
+        async with lock:
+            snap = await self.snapshot(tournament_id)
+            t, history = snap.tournament, snap.history()
+            settings = t.settings()
+            if t.status != "running":
+                if by_organizer:
+                    raise TournamentOver(f"tournament {tournament_id} is over")
+                return None
+            number = t.current_round
+            if number == 0:
+                return await self._round(snap, 1, t.starts_unix_ms)
+            state = rounds.round_state(settings, history, number)
+            if state == "playing":
+                if by_organizer:
+                    playing = sum(1 for x in rounds.latest(history, number).values() if x.status == "playing")
+                    raise RoundNotOver(f"round {number} still has {playing} table(s) playing")
+                return None
+            if state == "ended" and number >= t.rounds:
+                await self._db(store.finish, tournament_id)
+                log.info("tournament %s finished after round %d", tournament_id, number)
+                return None
+            if t.manual and not by_organizer:
+                return None
+            start = self.clock() + t.round_pause_ms
+            if state == "replay":
+                return await self._replays(snap, number, start)
+            return await self._round(snap, number + 1, start)
+
+    async def _round(self, snap: store.Snapshot, number: int, origin: int) -> str | None:
+        t = snap.tournament
+        plan = rounds.plan(t.settings(), snap.history(), number)
+        planned = await self._planned(t.id, plan.tables)
+        batch = store.Batch(f"{t.id}-r{number}-a0", t.organizer_id, t.game, t.options, origin, len(planned),
+                            t.id, number, 0)  # fmt: skip
+        if not await self._db(store.insert_batch, batch, planned, plan.byes, number):
+            return None
+        log.info("tournament %s: round %d planned, %d tables", t.id, number, len(planned))
+        return batch.id
+
+    async def _replays(self, snap: store.Snapshot, number: int, origin: int) -> str | None:
+        t = snap.tournament
+        replay = rounds.to_replay(t.settings(), snap.history(), number)
+        attempt = 1 + max(b.attempt for b in snap.batches if b.round == number)
+        planned = await self._planned(t.id, [x.players for x in replay])
+        batch = store.Batch(f"{t.id}-r{number}-a{attempt}", t.organizer_id, t.game, t.options, origin, len(planned),
+                            t.id, number, attempt)  # fmt: skip
+        numbers = [x.table for x in replay]
+        if not await self._db(store.insert_batch, batch, planned, (), None, numbers):
+            return None
+        log.info("tournament %s: round %d, %d voided table(s) replayed", t.id, number, len(planned))
+        return batch.id
+
+    async def _planned(self, tournament_id: str, seating: Sequence[Sequence[str]]) -> list[PlannedTable]:
+        keys: dict[str, bytes] = await self._db(store.seat_keys, tournament_id)
+        out = []
+        for players in seating:
+            match_id = tables.new_match_id()
+            hashes = tuple(sha256(seat_token(keys[p], match_id, seat)) for seat, p in enumerate(players))
+            out.append(PlannedTable(match_id, tuple(players), hashes))
+        return out
+
+    async def deliver(self, batch_id: str) -> bool:
+        """Create a written batch's tables on their workers (again, if interrupted: idempotent), counting
+        progress as chunks are confirmed. False if a worker failed (a later pass sends it again)."""
+        loaded = await self._db(store.load_batch, batch_id)
+        if loaded is None or loaded[0].status != "creating":
+            return True
+        batch, planned = loaded
+        creates = tables.requests(batch.game, json.dumps(batch.options), batch.starts_unix_ms, planned)
+
+        async def progress(created: int) -> None:
+            await self._db(store.batch_progress, batch_id, created)
+
+        try:
+            await tables.send(self.router, creates, progress)
+        except Exception as error:
+            log.warning("batch %s: not every table was created yet (%s); it will be sent again", batch_id, error)
+            return False
+        await self._db(store.batch_status, batch_id, "created")
+        return True
+
+    async def tables_ended(self, match_ids: Sequence[str]) -> None:
+        """Matches ended (the workers' hook): move on the tournaments they are tables of, each once."""
+        for tournament_id in await self._db(store.tournaments_of, list(match_ids)):
+            await self.step(tournament_id)
+
+    async def step(self, tournament_id: str) -> None:
+        batch_id = await self.advance(tournament_id)
+        if batch_id is not None:
+            await self.deliver(batch_id)
+
+    async def advance_all(self) -> None:
+        """The periodic pass (beat, or the embedded loop): batches left half-created, then every running
+        tournament (a lost hook or task costs at most one period)."""
+        for batch_id in await self._db(store.stale_batches, self.clock() - STALE_MS):
+            loaded = await self._db(store.load_batch, batch_id)
+            if loaded is None:
+                continue
+            if loaded[0].tournament_id is None:  # the organizer's call died: its tokens are lost
+                await tables.cancel(self.router, [t.match_id for t in loaded[1]])
+                await self._db(store.batch_status, batch_id, "cancelled")
+            else:
+                await self.deliver(batch_id)
+        for tournament_id in await self._db(store.running):
+            try:
+                await self.step(tournament_id)
+            except Exception:
+                log.exception("tournament %s: could not move on; the next pass retries", tournament_id)
+
+    def spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)

@@ -1,0 +1,237 @@
+"""The public `tablehall.v1.Tournaments` service: authenticates the organizer (or a player), hands the
+work to the director, and builds every reply from the director's values, never from a match state."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any, TypeAlias
+
+import grpc
+from google.protobuf.json_format import MessageToDict
+from sqlalchemy import Engine
+
+from gateway.service import bearer
+from gateway.status import edge, edge_stream
+from gateway.tournaments import reports, store
+from gateway.tournaments.director import Director, TournamentSpec
+from gateway.tournaments.errors import NoDatabase, NotYours
+from gateway.tournaments.organizers import Organizer, organizer_by_key
+from gateway.tournaments.rounds import TIE_BREAKS
+from gateway.workers import Router
+from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_grpc
+from workers.errors import Unauthenticated
+
+Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
+
+
+def options_of(message: matches_pb2.Options) -> dict[str, Any]:
+    return MessageToDict(message, preserving_proto_field_name=True)
+
+
+class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
+    def __init__(self, router: Router, director: Director | None = None) -> None:
+        self.router = router
+        self._director = director
+
+    async def director(self) -> Director:
+        """Made on first use, on the database of TABLEHALL_DATABASE_URL (migrated), like the ratings."""
+        if self._director is None:
+            self._director = Director(await _engine(), self.router)
+        return self._director
+
+    async def organizer(self, context: Context) -> tuple[Director, Organizer]:
+        director = await self.director()
+        key = bearer(context, required=False)
+        if not key:
+            raise Unauthenticated("tournament calls need an organizer key: 'authorization: Bearer <key>'")
+        found = await asyncio.to_thread(organizer_by_key, director.engine, key)
+        if found is None:
+            raise Unauthenticated("that organizer key is not known (tablehall organizer create NAME makes one)")
+        return director, found
+
+    @edge
+    async def CreateTables(
+        self, request: tournaments_pb2.CreateTablesRequest, context: Context
+    ) -> tournaments_pb2.CreateTablesResponse:
+        director, organizer = await self.organizer(context)
+        start = request.start_unix_ms if request.HasField("start_unix_ms") else None
+        seating = [list(t.players) for t in request.tables]
+        batch = await director.create_tables(organizer, request.game, seating, options_of(request.options), start)
+        return tournaments_pb2.CreateTablesResponse(
+            batch_id=batch.batch_id,
+            starts_unix_ms=batch.starts_unix_ms,
+            tables=[
+                tournaments_pb2.Table(
+                    match_id=t.match_id,
+                    seats=[
+                        matches_pb2.SeatToken(seat=seat, player=player, token=token)
+                        for seat, (player, token) in enumerate(zip(t.players, t.tokens, strict=True))
+                    ],
+                )
+                for t in batch.tables
+            ],
+        )
+
+    @edge
+    async def StartTables(
+        self, request: tournaments_pb2.StartTablesRequest, context: Context
+    ) -> tournaments_pb2.StartTablesResponse:
+        director, organizer = await self.organizer(context)
+        started, at = await director.start_tables(organizer, request.batch_id)
+        return tournaments_pb2.StartTablesResponse(batch_id=request.batch_id, started=started, started_unix_ms=at)
+
+    @edge
+    async def CreateTournament(
+        self, request: tournaments_pb2.CreateTournamentRequest, context: Context
+    ) -> tournaments_pb2.CreateTournamentResponse:
+        director, organizer = await self.organizer(context)
+        spec = TournamentSpec(
+            name=request.name,
+            game=request.game,
+            players=tuple(request.players),
+            format=request.format,
+            rounds=request.rounds,
+            options=options_of(request.options),
+            start_unix_ms=request.start_unix_ms if request.HasField("start_unix_ms") else None,
+            voided=request.voided or "replay",
+            manual=request.manual,
+            round_pause_ms=round(request.round_pause_s * 1000) if request.HasField("round_pause_s") else None,
+        )
+        tournament_id, players = await director.create_tournament(organizer, spec)
+        return tournaments_pb2.CreateTournamentResponse(
+            tournament_id=tournament_id,
+            players=[tournaments_pb2.PlayerToken(seed=seed, player=p, token=t) for seed, p, t in players],
+        )
+
+    @edge
+    async def GetTournament(
+        self, request: tournaments_pb2.GetTournamentRequest, context: Context
+    ) -> tournaments_pb2.Tournament:
+        director, organizer = await self.organizer(context)
+        return tournament_message(await director.snapshot(request.tournament_id, organizer), request.with_tables)
+
+    @edge
+    async def NextRound(
+        self, request: tournaments_pb2.NextRoundRequest, context: Context
+    ) -> tournaments_pb2.Tournament:
+        director, organizer = await self.organizer(context)
+        await director.snapshot(request.tournament_id, organizer)  # exists, and is this organizer's
+        batch_id = await director.advance(request.tournament_id, by_organizer=True)
+        if batch_id is not None:
+            director.spawn(director.deliver(batch_id))  # the caller follows the progress with GetTournament
+        return tournament_message(await director.snapshot(request.tournament_id), False)
+
+    @edge
+    async def GetStandings(
+        self, request: tournaments_pb2.GetStandingsRequest, context: Context
+    ) -> tournaments_pb2.Standings:
+        director = await self.director()
+        snap = await director.snapshot(request.tournament_id)
+        await self._organizer_or_player(director, context, snap)
+        lines = reports.standings(snap)
+        return tournaments_pb2.Standings(
+            tournament_id=snap.tournament.id,
+            game=snap.tournament.game,
+            after_round=reports.rounds_ended(snap),
+            tie_breaks=TIE_BREAKS[snap.tournament.game],
+            standings=[
+                tournaments_pb2.Standing(
+                    rank=s.rank, player=s.player, games=s.games, wins=float(s.wins), points=s.points,
+                    buchholz=float(s.buchholz), placement_points=float(s.placement_points), score=s.score,
+                )
+                for s in lines
+            ],
+        )
+
+    async def _organizer_or_player(self, director: Director, context: Context, snap: store.Snapshot) -> None:
+        key = bearer(context, required=True)
+        found = await asyncio.to_thread(organizer_by_key, director.engine, key)
+        if found is not None:
+            if found.id != snap.tournament.organizer_id:
+                raise NotYours(f"tournament {snap.tournament.id} belongs to another organizer")
+            return
+        player = await asyncio.to_thread(store.player_by_token, director.engine, key)
+        if player is None or player[0] != snap.tournament.id:
+            raise Unauthenticated("this needs the organizer's key or a player token of this tournament")
+
+    @edge
+    async def GetAssignment(
+        self, request: tournaments_pb2.GetAssignmentRequest, context: Context
+    ) -> tournaments_pb2.Assignment:
+        director = await self.director()
+        key = bearer(context, required=True)
+        player = await asyncio.to_thread(store.player_by_token, director.engine, key)
+        if player is None:
+            raise Unauthenticated("that is no player's tournament token")
+        tournament_id, name, seat_key = player
+        if request.tournament_id and request.tournament_id != tournament_id:
+            raise Unauthenticated(f"that token is no player's of tournament {request.tournament_id}")
+        a = reports.assignment(await director.snapshot(tournament_id), name, seat_key)
+        return tournaments_pb2.Assignment(
+            tournament_id=tournament_id, player=name, round=a.round, status=a.status, match_id=a.match_id,
+            seat=a.seat, seat_token=a.seat_token, players=list(a.players), starts_unix_ms=a.starts_unix_ms,
+            rank=a.rank,
+        )
+
+    @edge_stream
+    async def ExportRecords(
+        self, request: tournaments_pb2.ExportRecordsRequest, context: Context
+    ) -> AsyncIterator[tournaments_pb2.TableRecord]:
+        director, organizer = await self.organizer(context)
+        if request.tournament_id:
+            snap = await director.snapshot(request.tournament_id, organizer)
+            listed = [(t.round, t.table, t.attempt, t.match_id) for t in snap.tables]
+        else:
+            _, planned = await director.owned_batch(organizer, request.batch_id)
+            listed = [(0, n, 0, t.match_id) for n, t in enumerate(planned, 1)]
+        for start in range(0, len(listed), 200):
+            part = listed[start : start + 200]
+            found = await asyncio.to_thread(store.ended_records, director.engine, [m for *_, m in part])
+            for number, table, attempt, match_id in part:
+                if match_id in found:
+                    replayed = found[match_id]
+                    yield tournaments_pb2.TableRecord(
+                        round=number, table=table, attempt=attempt, match_id=match_id, status=replayed.status,
+                        record_json=json.dumps(replayed.record()),
+                    )
+
+
+def tournament_message(snap: store.Snapshot, with_tables: bool) -> tournaments_pb2.Tournament:
+    t = snap.tournament
+    message = tournaments_pb2.Tournament(
+        tournament_id=t.id, name=t.name, game=t.game, format=t.format, status=t.status, rounds=t.rounds,
+        current_round=t.current_round, players=list(t.players), voided=t.voided, manual=t.manual,
+        starts_unix_ms=t.starts_unix_ms,
+        round_states=[
+            tournaments_pb2.Round(
+                number=r.number, status=r.status, tables=r.tables, scheduled=r.scheduled, ended=r.ended,
+                byes=list(r.byes), starts_unix_ms=r.starts_unix_ms,
+            )
+            for r in reports.round_summaries(snap)
+        ],
+    )
+    if with_tables:
+        message.tables.extend(
+            tournaments_pb2.TournamentTable(
+                round=x.round, table=x.table, attempt=x.attempt, match_id=x.match_id, players=list(x.players),
+                status=x.status if x.status != "playing" else "in_progress",
+                result_json=json.dumps(x.result) if x.result is not None else "",
+            )
+            for x in snap.tables
+        )
+    return message
+
+
+async def _engine() -> Engine:
+    from ratings.settings import engine_for
+    from workers.sql.engine import database_url
+
+    url = database_url()
+    if url == "memory":
+        raise NoDatabase("tournaments need a database: this service runs with TABLEHALL_DATABASE_URL=memory")
+    engine: Engine = await asyncio.to_thread(engine_for, url)
+    return engine
+
+

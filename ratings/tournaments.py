@@ -1,0 +1,57 @@
+"""Tournaments on the Celery side: a worker process sends `tournaments.table_ended` for every match that
+ends, and beat runs `tournaments.advance` every sweep period (the catch-all: lost tasks, batches left
+half-created, rounds of tournaments whose tables ended while nobody listened).
+
+Both run the gateway's director (gateway/tournaments/director.py) against the workers over gRPC
+(`TABLEHALL_WORKERS`, `TABLEHALL_WORKER_ADDRESS`) and the database of `TABLEHALL_DATABASE_URL`. Running a
+task twice, or beside another director, is harmless: the database lets one writer plan a round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from gateway.tournaments.director import Director
+from gateway.workers import GrpcWorker, Router
+from ratings import settings
+from ratings.celery import app
+from workers.settings import Topology
+from workers.sql.engine import database_url
+
+log = logging.getLogger("tablehall.tournaments")
+
+
+def _with_director(work: Callable[[Director], Awaitable[None]]) -> bool:
+    topology = Topology.from_env()
+    if topology.workers < 1:
+        log.warning("TABLEHALL_WORKERS is 0: tournaments move on inside tablehall serve, not here")
+        return False
+
+    async def run() -> None:
+        clients = [GrpcWorker(topology.worker_address(k)) for k in range(topology.workers)]
+        try:
+            await work(Director(settings.engine_for(database_url()), Router(clients)))
+        finally:
+            for client in clients:
+                await client.close()
+
+    asyncio.run(run())
+    return True
+
+
+@app.task(name="tournaments.table_ended")  # type: ignore[untyped-decorator]
+def table_ended(match_id: str) -> bool:
+    """A match ended: if it was a tournament's table, the next step of that tournament."""
+    return _with_director(lambda director: director.tables_ended([match_id]))
+
+
+@app.task(name="tournaments.advance")  # type: ignore[untyped-decorator]
+def advance() -> bool:
+    return _with_director(lambda director: director.advance_all())
+
+
+def enqueue_ended(match_id: str) -> None:
+    """Send the task (from a worker process, off its event loop)."""
+    table_ended.delay(match_id)
