@@ -95,6 +95,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     worker.add_argument("--database-url", default=None, help="memory, or a URL (TABLEHALL_DATABASE_URL)")
     worker.add_argument("--metrics-port", type=int, default=None, help=METRICS_HELP)
 
+    from tablehall.devcluster import add_arguments as dev_cluster_arguments
+
+    dev_cluster_arguments(
+        commands.add_parser(
+            "dev-cluster", help="the k8s topology as local processes: workers, gateway, Celery worker and beat"
+        )
+    )
+
     address = os.environ.get("TABLEHALL_ADDRESS", "127.0.0.1:50051")
     play = commands.add_parser("play", help="play a match in the terminal (vs bots, a friend, or one shared device)")
     play.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
@@ -156,6 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 run_worker(args.ordinal, args.workers or 1, args.host, args.port, args.database_url, args.metrics_port)
             )
             return 0
+        if args.command == "dev-cluster":
+            from tablehall.devcluster import run_dev_cluster
+
+            return run_dev_cluster(args)
         if args.command == "demo":
             from tablehall.demo import run_demo
 

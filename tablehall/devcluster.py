@@ -1,0 +1,394 @@
+"""`tablehall dev-cluster`: the Kubernetes topology (k8s/) as separate local processes — N workers, the
+gateway, a Celery worker and one beat — on this machine's PostgreSQL and Redis.
+
+Like the kubelet, it starts a role again when it dies (kill -9 one to watch recovery: the worker reclaims
+its partitions from the log, the Celery task is delivered again or found by the backlog job). Ctrl-C (or
+SIGTERM) stops them all: the gateway first, the workers last. Each role writes to its own log file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/tablehall_dev"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+START_TIMEOUT_S = 60.0
+POLL_S = 0.2
+BACKOFF_S = (0.0, 1.0, 2.0, 5.0, 10.0, 30.0)
+"""Delays before starting a crashed role again, one step further each time it dies young (CrashLoopBackOff)."""
+STABLE_S = 30.0
+"""A role that ran this long before it died is started again at once."""
+EXIT_SETTINGS = 2
+
+
+class DevClusterError(Exception):
+    """A setting or a service the cluster needs is wrong or missing (exit 2, nothing started)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    workers: int
+    host: str
+    port: int
+    worker_base_port: int
+    database_url: str
+    redis_url: str
+    metrics_port: int
+    """0: off; else the gateway's /metrics, the workers' on the next ports, then the Celery worker's."""
+    celery_concurrency: int
+    log_dir: Path
+
+    @property
+    def dial_host(self) -> str:
+        return "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+
+    def worker_port(self, ordinal: int) -> int:
+        return self.worker_base_port + ordinal
+
+    def metrics_of(self, index: int) -> int:
+        """/metrics port of role `index` (0 gateway, 1..N workers, N+1 the Celery worker), 0 when off."""
+        return self.metrics_port + index if self.metrics_port else 0
+
+    def environment(self) -> dict[str, str]:
+        """What every role reads (the ConfigMap and Secret of k8s/, here from one place)."""
+        env = dict(os.environ)
+        env.update(
+            TABLEHALL_DATABASE_URL=self.database_url,
+            TABLEHALL_REDIS_URL=self.redis_url,
+            TABLEHALL_WORKERS=str(self.workers),
+            TABLEHALL_WORKER_ADDRESS=f"{self.dial_host}:{{port}}",
+            TABLEHALL_WORKER_BASE_PORT=str(self.worker_base_port),
+            TABLEHALL_METRICS_HOST=self.host,
+            PYTHONUNBUFFERED="1",
+        )
+        env.pop("TABLEHALL_METRICS_PORT", None)  # each role gets its own port by flag (or none)
+        env.pop("PROMETHEUS_MULTIPROC_DIR", None)  # only the Celery worker counts across processes
+        return env
+
+
+@dataclass(frozen=True, slots=True)
+class Role:
+    name: str
+    command: tuple[str, ...]
+    serves: str
+    """What it listens on, for the listing ('' for the Celery side)."""
+    ready: str
+    """A line the role prints once it works (its 'serving on', Celery's 'ready.')."""
+    grace_s: float
+    """How long a SIGTERM may take before SIGKILL (its terminationGracePeriodSeconds in k8s/)."""
+    metrics: int = 0
+    extra_env: tuple[tuple[str, str], ...] = ()
+
+
+def roles(settings: Settings) -> list[Role]:
+    """The roles in start order: workers, gateway, Celery worker, beat (stopped in the reverse order)."""
+    cli = [sys.executable, "-m", "tablehall.cli"]
+    celery = [sys.executable, "-m", "celery", "--app=ratings"]
+    n, host, dial = settings.workers, settings.host, settings.dial_host
+    found: list[Role] = []
+    for k in range(n):
+        port, metrics = settings.worker_port(k), settings.metrics_of(1 + k)
+        command = [*cli, "worker", f"--ordinal={k}", f"--workers={n}", f"--host={host}", f"--port={port}"]
+        command += [f"--database-url={settings.database_url}", f"--metrics-port={metrics}"]
+        found.append(Role(f"worker-{k}", tuple(command), f"{dial}:{port}", "serving on", 30.0, metrics))
+    command = [*cli, "gateway", f"--workers={n}", f"--worker-address={dial}:{{port}}", f"--host={host}"]
+    command += [f"--port={settings.port}", f"--metrics-port={settings.metrics_of(0)}"]
+    found.append(Role("gateway", tuple(command), f"{dial}:{settings.port}", "serving on", 30.0, settings.metrics_of(0)))
+    metrics = settings.metrics_of(n + 1)
+    command = [*celery, "worker", "--loglevel=INFO", f"--concurrency={settings.celery_concurrency}"]
+    command += [f"--hostname=tablehall-dev-{settings.port}@%h", "--without-mingle", "--without-gossip"]
+    scrape = (("TABLEHALL_METRICS_PORT", str(metrics)), ("PROMETHEUS_MULTIPROC_DIR", str(settings.log_dir / "prom")))
+    found.append(Role("celery-worker", tuple(command), "", " ready.", 60.0, metrics, scrape if metrics else ()))
+    command = [*celery, "beat", "--loglevel=INFO", f"--schedule={settings.log_dir / 'celerybeat-schedule'}"]
+    found.append(Role("celery-beat", tuple(command), "", "beat: Starting", 30.0))
+    return found
+
+
+class Running:
+    """One role's current process: its output copied to the role's log file, its 'ready' line watched."""
+
+    def __init__(self, role: Role, env: dict[str, str], log_path: Path) -> None:
+        self.role = role
+        self.env = {**env, **dict(role.extra_env)}
+        self.log_path = log_path
+        self.process: subprocess.Popen[str] | None = None
+        self.ready = threading.Event()
+        self.started_at = 0.0
+        self.crashes = 0
+        self.restart_at: float | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def start(self) -> None:
+        self.ready = threading.Event()
+        self.started_at = time.monotonic()
+        self.restart_at = None
+        log = self.log_path.open("a", encoding="utf-8")
+        # a session of its own: Ctrl-C reaches only the dev-cluster, which stops the roles in order, and the
+        # whole group (a Celery worker's prefork children) can be ended together, as a container would be
+        self.process = subprocess.Popen(
+            self.role.command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        threading.Thread(target=self._pump, args=(self.process, log, self.ready), daemon=True).start()
+
+    def _pump(self, process: subprocess.Popen[str], log: IO[str], ready: threading.Event) -> None:
+        assert process.stdout is not None
+        with log:
+            for line in process.stdout:
+                log.write(line)
+                log.flush()
+                if self.role.ready in line:
+                    ready.set()
+
+    def ended(self) -> int | None:
+        return None if self.process is None else self.process.poll()
+
+    def terminate(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+
+    def finish(self) -> None:
+        """Wait out the grace after `terminate`, then kill what is left of the group."""
+        if self.process is None:
+            return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(self.role.grace_s)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def tail(self, lines: int = 15) -> str:
+        try:
+            return "".join(self.log_path.read_text(encoding="utf-8").splitlines(keepends=True)[-lines:])
+        except OSError:
+            return ""
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+class Cluster:
+    """Starts the roles, starts a dead one again (with back-off if it keeps dying), stops them all."""
+
+    def __init__(self, settings: Settings, out: IO[str]) -> None:
+        self.settings = settings
+        self.out = out
+        env = settings.environment()
+        self.running = [Running(r, env, settings.log_dir / f"{r.name}.log") for r in roles(settings)]
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def start(self) -> None:
+        """Workers first (the gateway dials them), then the gateway, then the Celery side."""
+        n = self.settings.workers
+        for tier in (self.running[:n], self.running[n : n + 1], self.running[n + 1 :]):
+            for r in tier:
+                r.start()
+            for r in tier:
+                self._await_ready(r)
+
+    def _await_ready(self, r: Running) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not r.ready.wait(POLL_S):
+            code = r.ended()
+            if code is not None or time.monotonic() > deadline:
+                why = describe_exit(code) if code is not None else f"not ready after {START_TIMEOUT_S:.0f} s"
+                raise RuntimeError(f"{r.role.name} did not start ({why}); the end of {r.log_path}:\n{r.tail()}")
+
+    def listing(self) -> Iterable[str]:
+        for r in self.running:
+            metrics = f"  metrics {self.settings.dial_host}:{r.role.metrics}" if r.role.metrics else ""
+            yield f"  {r.role.name:<14} {r.role.serves or '-':<22} pid {r.pid:<8} log {r.log_path}{metrics}"
+
+    def supervise(self, stop: threading.Event) -> None:
+        while not stop.wait(POLL_S):
+            now = time.monotonic()
+            for r in self.running:
+                code = r.ended()
+                if code is None:
+                    continue
+                if r.restart_at is None:
+                    young = now - r.started_at < STABLE_S
+                    r.crashes = r.crashes + 1 if young else 0
+                    delay = BACKOFF_S[min(r.crashes - 1, len(BACKOFF_S) - 1)] if young else 0.0
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(r.pid, signal.SIGKILL)  # what is left of its group goes with it
+                    r.restart_at = now + delay
+                    self.say(f"{r.role.name} ended ({describe_exit(code)}); starting it again in {delay:.0f} s")
+                if now >= r.restart_at:
+                    r.start()
+                    self.say(f"{r.role.name} started again, pid {r.pid}")
+
+    def stop(self) -> None:
+        """The gateway first (no new calls), then the Celery side, then the workers (their matches are in the
+        log for the next start); each with its grace, then SIGKILL."""
+        n = self.settings.workers
+        for tier in (self.running[n : n + 1], self.running[n + 1 :], self.running[:n]):
+            for r in tier:
+                r.terminate()
+            for r in tier:
+                r.finish()
+
+
+def preflight(settings: Settings) -> None:
+    """Clear errors before anything starts: bad numbers, busy ports, an unreachable Redis or database."""
+    if settings.workers < 1:
+        raise DevClusterError("--workers must be at least 1")
+    if settings.celery_concurrency < 1:
+        raise DevClusterError("--celery-concurrency must be at least 1")
+    if settings.database_url == "memory":
+        raise DevClusterError("the roles are separate processes: they need a shared database, not 'memory'")
+    ports = [settings.port, *(settings.worker_port(k) for k in range(settings.workers))]
+    if settings.metrics_port:
+        ports += [settings.metrics_of(i) for i in range(settings.workers + 2)]
+    for port in ports:
+        _port_free(settings.host, port)
+    _redis_reachable(settings.redis_url)
+    _database_ready(settings.database_url)
+
+
+def _port_free(host: str, port: int) -> None:
+    if not 0 < port < 65536:
+        raise DevClusterError(f"port {port} is out of range")
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise DevClusterError(f"port {port} on {host} is not free ({error.strerror}): choose other ports") from None
+
+
+def _redis_reachable(url: str) -> None:
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
+    except (redis.RedisError, ValueError) as error:
+        raise DevClusterError(f"Redis is not reachable at {url}: {error}") from None
+
+
+def _database_ready(url: str) -> None:
+    """Create the PostgreSQL database when it does not exist yet, then migrate it once (the workers would
+    each do it, taking turns on a lock)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    from workers.sql.migrate import migrate
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError as error:
+        raise DevClusterError(f"not a database URL: {url!r} ({error})") from None
+    shown = parsed.render_as_string(hide_password=True)
+    if parsed.get_backend_name() == "postgresql":
+        _create_postgres_database(parsed.render_as_string(hide_password=False), shown)
+    try:
+        migrate(url)
+    except SQLAlchemyError as error:
+        raise DevClusterError(f"cannot prepare the database {shown}: {error}") from None
+
+
+def _create_postgres_database(url: str, shown: str) -> None:
+    import psycopg
+    from psycopg import sql
+    from sqlalchemy.engine import make_url
+
+    target = make_url(url)
+    dsn = target.set(drivername="postgresql").render_as_string(hide_password=False)
+    try:
+        psycopg.connect(dsn, connect_timeout=5).close()
+        return
+    except psycopg.OperationalError as error:
+        if "does not exist" not in str(error):
+            raise DevClusterError(f"PostgreSQL is not reachable for {shown}: {error}") from None
+    admin = target.set(drivername="postgresql", database="postgres").render_as_string(hide_password=False)
+    try:
+        with psycopg.connect(admin, autocommit=True, connect_timeout=5) as connection:
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(str(target.database))))
+    except psycopg.Error as error:
+        raise DevClusterError(f"cannot create the database of {shown}: {error}") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    env = os.environ
+    parser.add_argument("--workers", type=int, default=3, help="worker processes (default 3)")
+    parser.add_argument("--host", default="127.0.0.1", help="address every role listens on")
+    parser.add_argument("--port", type=int, default=int(env.get("TABLEHALL_PORT", "50051")), help="the gateway's")
+    parser.add_argument(
+        "--worker-base-port", type=int, default=int(env.get("TABLEHALL_WORKER_BASE_PORT", "50061")),
+        help="worker k listens on this + k (TABLEHALL_WORKER_BASE_PORT, default 50061)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--database-url", default=env.get("TABLEHALL_DATABASE_URL") or DEFAULT_DATABASE_URL,
+        help=f"shared by every role; a missing PostgreSQL database is created (default {DEFAULT_DATABASE_URL})",
+    )  # fmt: skip
+    parser.add_argument("--redis-url", default=env.get("TABLEHALL_REDIS_URL") or DEFAULT_REDIS_URL)
+    parser.add_argument(
+        "--metrics-port", type=int, default=0,
+        help="P: the gateway's /metrics on P, worker k's on P+1+k, the Celery worker's next (default 0: off)",
+    )  # fmt: skip
+    parser.add_argument("--celery-concurrency", type=int, default=2, help="the Celery worker's prefork children")
+    parser.add_argument("--log-dir", type=Path, default=None, help="one log file per role (default: a temp dir)")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="tablehall-dev-"))
+    return Settings(
+        args.workers, args.host, args.port, args.worker_base_port, args.database_url, args.redis_url,
+        args.metrics_port, args.celery_concurrency, log_dir,
+    )  # fmt: skip
+
+
+def run_dev_cluster(args: argparse.Namespace, out: IO[str] | None = None) -> int:
+    out = out or sys.stdout
+    settings = settings_from(args)
+    try:
+        preflight(settings)
+        (settings.log_dir / "prom").mkdir(parents=True, exist_ok=True)  # read when prometheus-client loads
+    except (DevClusterError, OSError) as error:
+        print(f"tablehall dev-cluster: {error}", file=sys.stderr)
+        return EXIT_SETTINGS
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    cluster = Cluster(settings, out)
+    from sqlalchemy.engine import make_url
+
+    database = make_url(settings.database_url).render_as_string(hide_password=True)
+    cluster.say(f"tablehall dev-cluster: {settings.workers} workers on {database}, Redis {settings.redis_url}")
+    try:
+        cluster.start()
+        for line in cluster.listing():
+            cluster.say(line)
+        cluster.say(f"tablehall dev-cluster serving on {settings.dial_host}:{settings.port} (Ctrl-C stops everything)")
+        cluster.supervise(stop)
+    except RuntimeError as error:
+        print(f"tablehall dev-cluster: {error}", file=sys.stderr)
+        return 1
+    finally:
+        cluster.say("tablehall dev-cluster: stopping")
+        cluster.stop()
+    return 0
