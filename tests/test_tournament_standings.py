@@ -24,6 +24,12 @@ def test_sb_wins_then_points() -> None:
     assert [s.rank for s in table] == [1, 2, 3, 4]
 
 
+def test_sb_points_count_from_the_tournaments_starting_balance() -> None:
+    results = [SbResult("a", "b", "a", (40, 0)), SbResult("c", "a", "c", (35, 5))]  # start_points 20
+    table = standings_sb("abc", results, start=20)
+    assert [(s.player, s.points) for s in table] == [("c", 15), ("a", 5), ("b", -20)]
+
+
 def test_sb_buchholz_breaks_equal_wins_and_points() -> None:
     # x and y: one win each by the same margin; x beat the stronger opponent (s, who won twice elsewhere).
     results = [

@@ -74,7 +74,8 @@ def test_every_call_needs_a_known_organizer_key(tmp_path: Path) -> None:
         assert hall.matches() == 0 and hall.batches() == 0
         made = await hall.call("CreateTables", request)
         other = await asyncio.to_thread(create_organizer, hall.engine, "Someone else")
-        denied = await refused(hall.call("StartTables", tournaments_pb2.StartTablesRequest(batch_id=made.batch_id), other))
+        start = tournaments_pb2.StartTablesRequest(batch_id=made.batch_id)
+        denied = await refused(hall.call("StartTables", start, other))
         assert (denied.status, denied.code) == (grpc.StatusCode.PERMISSION_DENIED, "permission_denied")
         for method, message in [
             ("CreateTournament", tournaments_pb2.CreateTournamentRequest(name="x", game=SB, players=["a", "b"])),
@@ -92,7 +93,7 @@ def test_every_call_needs_a_known_organizer_key(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("tables", "options", "says"),
     [
-        (pairs(3) + [["p4", "zed"]], {}, "player 'p4' is also at table 3"),
+        ([*pairs(3), ["p4", "zed"]], {}, "player 'p4' is also at table 3"),
         ([["ann", "ann"], ["bob", "cid"]], {}, "player 'ann' is twice at that table"),
         ([["ann", "bob"], ["cid", ""]], {}, "table 2: every player needs a name"),
         ([["ann", "bob"], ["cid", "dee", "eve"]], {}, "table 2: spectacular-bid takes 2 to 2 players, not 3"),
@@ -197,7 +198,7 @@ def test_the_organizer_starts_held_tables_now(tmp_path: Path) -> None:
         for table in made.tables:
             actor = hall.actor(table.match_id)
             assert (actor.seq, actor.entry.created_unix_ms) == (1, clock.now)  # its time counts from now
-            seq, view = await hall.client.seat(table.match_id, table.seats[0].token).act({"do": "ready"})
+            seq, _ = await hall.client.seat(table.match_id, table.seats[0].token).act({"do": "ready"})
             assert seq == 2
         with hall.engine.connect() as conn:
             origins = conn.execute(select(m.matches.c.created_unix_ms)).scalars().all()

@@ -51,6 +51,8 @@ class Settings:
     voided: Voided
     players: tuple[PlayerId, ...]
     """Seeding order, best first."""
+    start_points: int = 150
+    """Spectacular Bid's starting balance (net points are counted from it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +175,7 @@ def f501_results(history: History) -> list[F501Result]:
 def standings(settings: Settings, history: History) -> tuple[SbStanding, ...] | tuple[F501Standing, ...]:
     if settings.game == "501":
         return standings_501(settings.players, f501_results(history), _byes(history), settings.voided)
-    return standings_sb(settings.players, sb_results(history), _byes(history), settings.voided)
+    return standings_sb(settings.players, sb_results(history), _byes(history), settings.voided, settings.start_points)
 
 
 def plan(settings: Settings, history: History, number: int) -> Plan:
@@ -195,8 +197,8 @@ def plan(settings: Settings, history: History, number: int) -> Plan:
 def _swiss_players(
     settings: Settings, history: History, ranked: list[PlayerId], byes: dict[PlayerId, int]
 ) -> list[SwissPlayer]:
-    wins = {s.player: s.wins for s in standings_sb(settings.players, sb_results(history), _byes(history),
-                                                   settings.voided)}  # fmt: skip
+    table = standings_sb(settings.players, sb_results(history), _byes(history), settings.voided, settings.start_points)
+    wins = {s.player: s.wins for s in table}
     opponents: dict[PlayerId, set[PlayerId]] = {p: set() for p in ranked}
     seats: dict[PlayerId, list[int]] = {p: [] for p in ranked}
     for r in sb_results(history):

@@ -2,8 +2,9 @@
 
 Spectacular Bid, best first by:
 1. wins — a win 1, a loss 0, a bye 1; a voided table counted as a draw gives both ½;
-2. points — the sum of net points, final balance − 150 (the starting balance) per game, so a bye or a
-   voided table adds 0 and a player's points are what they took from opponents;
+2. points — the sum of net points, final balance − the starting balance (150 unless the tournament's
+   options set `start_points`) per game, so a bye or a voided table adds 0 and a player's points are what
+   they took from opponents;
 3. Buchholz — the sum of the final wins of every opponent met (byes add nothing);
 4. head-to-head — among the players still tied, wins in the games they played against each other;
 5. player id, ascending — the last resort, so the order is total and stable.
@@ -71,8 +72,10 @@ def standings_sb(
     results: Sequence[SbResult],
     byes: Iterable[PlayerId] = (),
     voided: Voided = "replay",
+    start: int = SB_START,
 ) -> tuple[SbStanding, ...]:
-    """Spectacular Bid standings. `byes` lists one entry per bye received (a player may repeat)."""
+    """Spectacular Bid standings. `byes` lists one entry per bye received (a player may repeat); `start`
+    is the starting balance net points are counted from."""
     _check_voided(voided)
     ids = list(players)
     wins: dict[PlayerId, Fraction] = {p: Fraction(0) for p in ids}
@@ -93,7 +96,7 @@ def standings_sb(
                 gained = HALF
             else:
                 gained = Fraction(1 if r.winner == me else 0)
-                points[me] += (r.balances[0] if me == r.seat0 else r.balances[1]) - SB_START
+                points[me] += (r.balances[0] if me == r.seat0 else r.balances[1]) - start
             wins[me] += gained
             mutual[(me, other)] = mutual.get((me, other), Fraction(0)) + gained
     buchholz = {p: sum((wins[o] for o in opponents[p]), Fraction(0)) for p in ids}

@@ -156,7 +156,8 @@ class Tournament:
 
     def settings(self) -> Settings:
         assert self.voided in ("replay", "draw")
-        return Settings(self.game, self.format, self.rounds, self.voided, self.players)  # type: ignore[arg-type]
+        start = int(self.options.get("start_points", 150))
+        return Settings(self.game, self.format, self.rounds, self.voided, self.players, start)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
