@@ -22,11 +22,11 @@ from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.errors import MalformedAction
 from workers.games.records import Match
 from workers.replay_log import Position, changes, fresh
+from workers.shuffle import shuffled
 from workers.storage import FencedOut, LogEntry, MatchEntry, Progress, Snapshot, Storage, Stored
 
 log = logging.getLogger("tablehall.worker")
 
-_CSPRNG = secrets.SystemRandom()
 Pending = tuple[str, Seat | None, dict[str, JSON], Millis]
 """A step to log: kind, seat, action, time."""
 SNAPSHOT_EVERY = 64
@@ -273,8 +273,7 @@ class MatchActor:
             await self._write(match, steps, [])
         current = self.match
         while self.game.needs_deal(current.state):
-            order = list(range(self.game.deck_size(current.state)))
-            _CSPRNG.shuffle(order)
+            order = shuffled(self.game.deck_size(current.state))  # the OS CSPRNG, one call a deal
             deal = self.game.deal_from(current.state, order)
             dealt = self.game.deal_json(deal)
             commitment = Commitment.of(dealt)
