@@ -199,14 +199,20 @@ def _create_many(conn: Connection, op: CreateManyOp, now: int) -> None:
 
 
 def _reschedules(conn: Connection, ops: list[tuple[int, RescheduleOp]], out: list[object]) -> None:
+    if not ops:
+        return
     ev, t = m.events, m.matches
+    ids = {op.match_id for _, op in ops}
+    known = _existing(conn, ids)
+    started: set[str] = set(conn.scalars(select(ev.c.match_id).where(ev.c.match_id.in_(ids)).distinct()))
+    moved = []
     for i, op in ops:
-        logged = select(ev.c.seq).where(ev.c.match_id == op.match_id).exists()
-        done = conn.execute(
-            update(t).where(t.c.id == op.match_id, ~logged).values(created_unix_ms=op.origin_unix_ms)
-        )
-        if done.rowcount != 1:
+        if op.match_id not in known or op.match_id in started:
             out[i] = ValueError(f"match {op.match_id} is unknown or has started: its origin stays")
+        else:
+            moved.append({"b_id": op.match_id, "b_origin": op.origin_unix_ms})
+    if moved:
+        conn.execute(update(t).where(t.c.id == bindparam("b_id")).values(created_unix_ms=bindparam("b_origin")), moved)
 
 
 def _insert_matches(conn: Connection, accepted: list[MatchEntry], now: int) -> None:
