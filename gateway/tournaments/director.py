@@ -237,7 +237,7 @@ class Director:
 
     async def _round(self, snap: store.Snapshot, number: int, origin: int) -> str | None:
         t = snap.tournament
-        plan = rounds.plan(t.settings(), snap.history(), number)
+        plan = await asyncio.to_thread(rounds.plan, t.settings(), snap.history(), number)  # Swiss: seconds when large
         planned = await self._planned(t.id, plan.tables)
         batch = store.Batch(f"{t.id}-r{number}-a0", t.organizer_id, t.game, t.options, origin, len(planned),
                             t.id, number, 0)  # fmt: skip
