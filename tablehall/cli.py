@@ -66,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sweep.add_argument("--database-url", required=True, help="a scratch database (matches are written to it)")
     sweep.add_argument("--matches", type=int, default=100_000)
     sweep.add_argument("--overdue", type=int, default=100)
+    tables = bench_kinds.add_parser("tables", help="time to schedule N tables in one call (tablehall serve)")
+    tables.add_argument("--tables", type=int, default=1000)
+    tables.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
+    tables.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
 
     serving = commands.add_parser("serve", help="the whole service in one process (env TABLEHALL_HOST/PORT)")
     serving.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
@@ -125,6 +129,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     bot.add_argument("--greedy", action="store_true", help="prefer scoring plays")
     bot.add_argument("--seed", type=int, default=None)
     bot.add_argument("--think", type=float, default=0.0, help="seconds to wait before each move")
+
+    from tablehall.organize_args import add_commands
+
+    add_commands(commands, address)  # organizer, tables, tournament
 
     args = parser.parse_args(argv)
     try:
@@ -192,6 +200,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.kind == "ratings":
                 return bench_ratings(args.database_url, args.matches, args.concurrency)
             return bench_sweep(args.database_url, args.matches, args.overdue)
+        if args.command == "bench" and args.kind == "tables":
+            from tablehall.bench_tables import bench_tables
+
+            return bench_tables(args.tables, args.game, args.database_url)
+        if args.command in ("organizer", "tables", "tournament"):
+            from tablehall.organize import run
+
+            return run(args)
         if args.command == "play":
             import asyncio
 
