@@ -1,6 +1,7 @@
 """The k8s topology run locally (`tablehall dev-cluster`): bot matches through the gateway across 3 worker
 processes, a Celery worker rating them and beat scheduling the sweeps. In the middle of the run one worker
-and the Celery worker are killed with SIGKILL and the dev-cluster starts them again (as the kubelet would).
+and the Celery worker are killed with SIGKILL and the dev-cluster starts them again (as the kubelet would);
+a third worker is stopped with SIGTERM (a pod deletion) and exits cleanly.
 
 Every match ends rated, or voided with its reason and unrated; no command a bot had acknowledged is missing
 from the log; Ctrl-C stops every process the cluster started.
@@ -181,6 +182,9 @@ def test_dev_cluster_survives_kill_9_of_a_worker_and_the_celery_worker(
             os.kill(roles.current(f"worker-{victim}"), signal.SIGKILL)
             await asyncio.wait_for(one_over.wait(), 90)
             os.kill(roles.current("celery-worker"), signal.SIGKILL)
+            # and another worker is stopped as Kubernetes stops a pod (SIGTERM): it hands over by exiting cleanly
+            graceful = (victim + 1) % WORKERS
+            os.kill(roles.current(f"worker-{graceful}"), signal.SIGTERM)
 
             finals = await asyncio.wait_for(asyncio.gather(*bots), 150)
             final = {}
@@ -189,9 +193,10 @@ def test_dev_cluster_survives_kill_9_of_a_worker_and_the_celery_worker(
                 final[m.match_id] = finals[index]
                 index += len(m.tokens)
 
-            # the dev-cluster started both again
+            # the dev-cluster started all three again; the SIGTERM'd worker had ended by itself, cleanly
             again = roles.pids()
-            assert len(again[f"worker-{victim}"]) == 2 and len(again["celery-worker"]) == 2, again
+            assert [len(again[r]) for r in (f"worker-{victim}", "celery-worker", f"worker-{graceful}")] == [2, 2, 2]
+            assert f"worker-{graceful} ended (exit code 0); starting it again in 0 s\n" in cluster.lines
 
             engine = create_engine(scratch_db)
             db = Db(scratch_db)
