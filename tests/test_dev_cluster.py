@@ -17,6 +17,8 @@ import os
 import re
 import signal
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -262,3 +264,35 @@ def test_dev_cluster_survives_kill_9_of_a_worker_and_the_celery_worker(
         assert not [pid for pid in started if alive(pid)], "processes left running after Ctrl-C"
     finally:
         cluster.stop()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--workers=0"], "--workers must be at least 1"),
+        (["--database-url=memory"], "need a shared database"),
+        (["--redis-url=redis://127.0.0.1:1/0"], "Redis is not reachable at redis://127.0.0.1:1/0"),
+        (["--database-url=nonsense"], "not a database URL"),
+    ],
+)
+def test_bad_settings_are_refused_before_anything_starts(flags: list[str], message: str, tmp_path: Path) -> None:
+    base, gateway_port = free_ports(WORKERS), free_port()
+    args = [f"--port={gateway_port}", f"--worker-base-port={base}", f"--log-dir={tmp_path / 'logs'}", *flags]
+    done = subprocess.run(
+        [sys.executable, "-m", "tablehall.cli", "dev-cluster", *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "logs").exists(), "nothing started"
+
+
+def test_a_busy_port_is_refused(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "tablehall.cli", "dev-cluster", f"--port={port}", f"--log-dir={tmp_path}"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 2 and f"port {port} on 127.0.0.1 is not free" in done.stderr, done.stderr
