@@ -139,12 +139,12 @@ def _claim(conn: Connection, op: ClaimOp) -> dict[int, int]:
 def _epochs(conn: Connection, partitions: set[int], lock: bool) -> dict[int, tuple[int, str]]:
     if not partitions:
         return {}
+    if lock and conn.dialect.name == "postgresql":  # every batch: a prepared text statement, no compiling
+        found: list[Any] = list(conn.execute(_PG_EPOCHS_FOR_SHARE, {"partitions": sorted(partitions)}))
+        return {p: (epoch, owner) for p, epoch, owner in found}
     t = m.partitions
     query = select(t.c.partition, t.c.epoch, t.c.owner).where(t.c.partition.in_(sorted(partitions)))
-    query = query.order_by(t.c.partition)
-    if lock and conn.dialect.name == "postgresql":
-        query = query.with_for_update(read=True)
-    return {p: (epoch, owner) for p, epoch, owner in rows(conn, query)}
+    return {p: (epoch, owner) for p, epoch, owner in rows(conn, query.order_by(t.c.partition))}
 
 
 def _fence(conn: Connection, ops: Sequence[Op], out: list[object]) -> list[tuple[int, Fenced]]:
@@ -256,9 +256,14 @@ def _appends(conn: Connection, appends: list[tuple[int, AppendOp]], out: list[ob
         return
     ev = m.events
     # Per match a backwards scan of the (match_id, seq) key: cheap however long the logs grow.
-    newest = select(func.max(ev.c.seq)).where(ev.c.match_id == m.matches.c.id).scalar_subquery()
-    query = select(m.matches.c.id, newest).where(m.matches.c.id.in_({op.match_id for _, op in appends}))
-    last: dict[str, int | None] = {match_id: seq for match_id, seq in rows(conn, query)}
+    ids = sorted({op.match_id for _, op in appends})
+    found: list[Any]
+    if conn.dialect.name == "postgresql":
+        found = list(conn.execute(_PG_NEWEST, {"ids": ids}))
+    else:
+        newest = select(func.max(ev.c.seq)).where(ev.c.match_id == m.matches.c.id).scalar_subquery()
+        found = rows(conn, select(m.matches.c.id, newest).where(m.matches.c.id.in_(ids)))
+    last: dict[str, int | None] = {match_id: seq for match_id, seq in found}
     inserts: list[dict[str, Any]] = []
     progress: dict[str, Progress] = {}
     for i, op in appends:
@@ -314,6 +319,16 @@ def _appends(conn: Connection, appends: list[tuple[int, AppendOp]], out: list[ob
         ],
     )
 
+
+# PostgreSQL: what every batch reads, as text statements (no statement to build and compile per batch).
+_PG_EPOCHS_FOR_SHARE = text(
+    "SELECT partition, epoch, owner FROM partitions WHERE partition = ANY(CAST(:partitions AS int[])) "
+    "ORDER BY partition FOR SHARE"
+)
+_PG_NEWEST = text(
+    "SELECT m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) FROM matches m "
+    "WHERE m.id = ANY(CAST(:ids AS text[]))"
+)
 
 # PostgreSQL: a whole batch in two statements, its columns sent as arrays (executemany would send
 # one statement per row, which costs the writer more than the commit).
