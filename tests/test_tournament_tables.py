@@ -261,3 +261,67 @@ def test_creation_is_idempotent_per_match_id() -> None:
 def test_owners_split_a_batch_like_the_router() -> None:
     ids = [secrets.token_hex(8) for _ in range(200)]
     assert {owner_of(i, 2) for i in ids} == {0, 1}  # the failing-worker test needs both workers hit
+
+
+def test_a_held_match_survives_a_worker_restart_and_the_sweeps(tmp_path: Path) -> None:
+    """Recovery keeps a held match held (same start), then its timer starts it; the sweeps never call a
+    held table abandoned or overdue before its start."""
+    from ratings.settings import engine_for
+    from ratings.sweep import due
+    from workers.sql import SqlStorage
+
+    url = f"sqlite:///{tmp_path / 'restart.db'}"
+    clock = FrozenClock()
+    start = clock.now + 3_600_000
+
+    async def body() -> None:
+        storage = await SqlStorage.open(url)
+        first = MatchHost(storage, clock=clock)
+        await first.start()
+        tables = [
+            host_pb2.HostCreateRequest(
+                match_id=secrets.token_hex(8), game=SB, players=[f"a{k}", f"b{k}"], options_json="{}",
+                token_sha256=[bytes([k]) * 32, bytes([k + 50]) * 32], created_unix_ms=start,
+            )
+            for k in range(3)
+        ]
+        await first.create_tables(host_pb2.HostCreateTablesRequest(tables=tables))
+        first.close()
+        assert due(engine_for(url), clock.now + 600_000) == []  # long after creation, before the start
+        second = MatchHost(storage, clock=clock)
+        await second.start()
+        for t in tables:
+            actor = second.actors[t.match_id]
+            assert actor.scheduled and actor.entry.created_unix_ms == start and actor.timer is not None
+        clock.now = start + 200  # the timer fires a little late: no fault, time still counts from the start
+        for t in tables:
+            await second.actors[t.match_id].settle()
+            assert (second.actors[t.match_id].seq, second.actors[t.match_id].entry.created_unix_ms) == (1, start)
+        second.close()
+        await storage.close()
+
+    asyncio.run(body())
+
+
+def test_a_start_found_late_beyond_the_tolerance_counts_from_the_deal() -> None:
+    """The worker was down at the start (or its timer fired far too late): the match starts now, and its
+    time origin moves with it, so the ready pause and the clocks are whole."""
+    clock = FrozenClock()
+
+    async def body() -> None:
+        host = MatchHost(clock=clock, tolerance_ms=1000)
+        await host.start()
+        table = host_pb2.HostCreateRequest(
+            match_id=secrets.token_hex(8), game=SB, players=["a", "b"], options_json="{}",
+            token_sha256=[b"\1" * 32, b"\2" * 32], created_unix_ms=clock.now + 1000,
+        )
+        await host.create_tables(host_pb2.HostCreateTablesRequest(tables=[table]))
+        clock.now += 6_000
+        actor = host.actors[table.match_id]
+        await actor.settle()
+        assert (actor.seq, actor.entry.created_unix_ms, actor.match.now) == (1, clock.now, 0)
+        view = json.loads(actor.view_json(None, 1))
+        assert view["phase"] == "ready" and view["banks_ms"] == [120_000, 120_000]
+        host.close()
+
+    asyncio.run(body())
