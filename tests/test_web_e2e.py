@@ -1,7 +1,9 @@
 """End to end in a real browser: Debian's Chromium, driven by playwright-core (web/e2e/play-sb.mjs), plays a
-whole Spectacular Bid match through the page against a bot, over the gateway's HTTP door. The page's result
-is the service's, the record replays to it, a screenshot is kept in test-artifacts/, and every byte the page
-received carries that seat's view only."""
+whole Spectacular Bid match through the page against a bot (over Connect and over gRPC-Web), a whole 501♠
+game against two bots (bidding, declaring, giving), and a shared-device match with its hand-over screens, all
+over the gateway's HTTP door. The page's result is the service's, the record replays to it, screenshots are
+kept in test-artifacts/, a person's mistakes are explained in words, and every byte the page received carries
+its seat's view only."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import json
 import subprocess
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +23,7 @@ import pytest
 from protos.tablehall.v1 import matches_pb2
 from tablehall.bots import run_bot
 from tablehall.client import Client
-from tests.over_grpc import quoted, sb_hidden, sb_own
+from tests.over_grpc import five_hidden, five_own, quoted, sb_hidden, sb_own
 from tests.web_support import ARTIFACTS, LiveService, Raw, frames, live_service, require_browser_tools
 from workers.games.records import replay
 
@@ -31,24 +35,35 @@ def service() -> Iterator[LiveService]:
     yield from live_service()
 
 
-def browser_match(service: LiveService, protocol: str, out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Runs the page's player and, once it hands over the second seat's token, a bot on it."""
+@dataclass
+class BrowserMatch:
+    result: dict[str, Any]
+    """What the page's player reported (RESULT): the match, the page's result line and scores, what it saw."""
+    finals: list[dict[str, Any]]
+    """The bots' final views."""
+    record: dict[str, Any]
+    out: Path
+
+
+def browser_match(service: LiveService, game: str, protocol: str, mode: str = "") -> BrowserMatch:
+    """Runs the page's player (web/e2e/play.mjs) and a bot on every seat it invites."""
     web = require_browser_tools()
+    out = ARTIFACTS / f"web-e2e-{game}-{protocol}{'-' + mode if mode else ''}"
     out.mkdir(parents=True, exist_ok=True)
-    command = ["node", "e2e/play-sb.mjs", service.url, str(out), "30", protocol]
+    command = ["node", "e2e/play.mjs", service.url, str(out), game, protocol, mode]
+    bots: list[Future[dict[str, Any]]] = []
+    result: dict[str, Any] | None = None
     with (out / "node.log").open("w") as errors:
         node = subprocess.Popen(command, cwd=web, stdout=subprocess.PIPE, stderr=errors, text=True)
         watchdog = threading.Timer(BROWSER_TIMEOUT_S, node.kill)  # a hung browser fails the test, never the run
         watchdog.start()
-        bot = None
-        result: dict[str, Any] | None = None
         try:
             assert node.stdout is not None
             for line in node.stdout:
                 if line.startswith("INVITE "):
                     invite = json.loads(line.removeprefix("INVITE "))
-                    seat = run_bot(service.address, invite["match"], invite["token"], greedy=True, seed=7)
-                    bot = service.submit(seat)
+                    seat = run_bot(service.address, invite["match"], invite["token"], greedy=True, seed=invite["seat"])
+                    bots.append(service.submit(seat))
                 elif line.startswith("RESULT "):
                     result = json.loads(line.removeprefix("RESULT "))
             code = node.wait(30)
@@ -59,9 +74,13 @@ def browser_match(service: LiveService, protocol: str, out: Path) -> tuple[dict[
                 node.wait(10)
     log = (out / "node.log").read_text()
     assert code == 0 and result is not None, f"the browser did not finish the match (exit {code}):\n{log}"
-    assert bot is not None, "the page never showed the second seat's invitation"
-    final: dict[str, Any] = bot.result(30)
-    return result, final
+    match_id = result["match"]
+
+    async def record() -> dict[str, Any]:
+        async with Client(service.address) as client:
+            return await client.record(match_id)
+
+    return BrowserMatch(result, [bot.result(30) for bot in bots], service.run(record()), out)
 
 
 def received_by_the_page(out: Path, match_id: str) -> list[tuple[str, Raw]]:
@@ -71,7 +90,7 @@ def received_by_the_page(out: Path, match_id: str) -> list[tuple[str, Raw]]:
     for entry in json.loads((out / "received.json").read_text()):
         assert "unreadable" not in entry, entry
         method = entry["path"].rsplit("/", 1)[1]
-        if method not in kinds:
+        if method not in kinds or entry["status"] != 200:  # a refusal (Connect's JSON error) carries no view
             continue
         for payload in payloads(entry["type"], base64.b64decode(entry["body"])):
             message = kinds[method].FromString(payload)
@@ -93,42 +112,80 @@ def payloads(content_type: str, body: bytes) -> list[bytes]:
     return out
 
 
-def assert_seat_view_only(messages: list[Raw], snapshots: list[Any], seat: int) -> None:
-    """The byte-level check of tests/over_grpc.py on what the page received: no hidden tile, quoted in
-    either orientation, anywhere in a message; and its own hand is there (the check sees what it seeks)."""
-    for message in messages:
+def assert_seat_view_only(messages: list[tuple[str, Raw]], snapshots: list[Any], hidden: Any, own: Any) -> None:
+    """The byte-level check of tests/over_grpc.py on what the page received: no hidden tile or card, quoted,
+    anywhere in a message; its own hand is there (the check sees what it seeks). A message is checked for the
+    seat whose view it carries (on a shared device the page holds every seat)."""
+    for method, message in messages:
+        kind = matches_pb2.ActResponse if method == "Act" else matches_pb2.Update
+        seat = json.loads(kind.FromString(message.raw).view_json)["seat"]
         state = snapshots[message.seq - 1].state
-        leaked = [name for name in quoted(sb_hidden(state, seat)) if name in message.raw]
-        assert not leaked, f"the page received hidden {leaked} at seq {message.seq}"
-        assert all(name in message.raw for name in quoted(sb_own(state, seat))), f"seq {message.seq}: no own hand"
+        leaked = [name for name in quoted(hidden(state, seat)) if name in message.raw]
+        assert not leaked, f"the page received seat {seat}'s view with hidden {leaked} at seq {message.seq}"
+        assert all(name in message.raw for name in quoted(own(state, seat))), f"seq {message.seq}: no own hand"
+
+
+def assert_page_received_its_views(service: LiveService, played: BrowserMatch, hidden: Any, own: Any) -> None:
+    """Every change on the page's Watch stream, in order, once; and every byte received its seats' views only."""
+    match_id = played.result["match"]
+    snapshots = service.host.actors[match_id].snapshots
+    messages = received_by_the_page(played.out, match_id)
+    watched = [m.seq for method, m in messages if method == "Watch"]
+    assert watched == list(range(1, len(snapshots) + 1)), "the page's stream brought every change exactly once"
+    assert_seat_view_only(messages, snapshots, hidden, own)
+
+
+def assert_common(played: BrowserMatch, picture: str) -> None:
+    result = played.result
+    assert "(not_found)" in result["joinError"] or "(unauthenticated)" in result["joinError"], result["joinError"]
+    for name in (f"{picture}-over.png", f"{picture}-midgame.png"):
+        assert (played.out / name).read_bytes().startswith(b"\x89PNG"), f"{name} was not saved"
+    assert not result["refusals"] or all("Not allowed now" in r for r in result["refusals"]), result["refusals"]
 
 
 @pytest.mark.parametrize("protocol", ["connect", "grpc-web"])
 def test_a_browser_plays_a_whole_spectacular_bid_match_against_a_bot(service: LiveService, protocol: str) -> None:
-    out = ARTIFACTS / f"web-e2e-{protocol}"
-    result, final = browser_match(service, protocol, out)
-    match_id = result["match"]
+    played = browser_match(service, "spectacular-bid", protocol)
+    result, [final] = played.result, played.finals
+    assert_common(played, "web-sb")
 
     # the page shows the service's result: the bot's own final view agrees, and so does the record
     assert final["status"] == "finished" and final["reason"] == "points"
-    assert result["points"] == final["points"] and sum(final["points"]) == 60
-    winner = ["Ana", "Bot"][final["winner"]]
-    assert result["result"].startswith(f"{winner} wins on points")
-
-    async def record() -> dict[str, Any]:
-        async with Client(service.address) as client:
-            return await client.record(match_id)
-
-    played = service.run(record())
-    outcome = replay(played).to_json()
+    assert result["scores"] == final["points"] and sum(final["points"]) == 60
+    assert result["result"].startswith(f"{['Ana', 'Bot'][final['winner']]} wins on points")
+    outcome = replay(played.record).to_json()
     assert (outcome["winner"], outcome["points"]) == (final["winner"], final["points"])
-    assert sum(1 for e in played["events"] if e["seat"] == 0) == result["moves"] - len(result["refusals"]) > 0
-    for picture in ("web-sb-match.png", "web-sb-midgame.png"):
-        assert (out / picture).read_bytes().startswith(b"\x89PNG"), f"{picture} was not saved"
+    page_moves = sum(1 for e in played.record["events"] if e["seat"] == 0)
+    assert page_moves == result["moves"] - len(result["refusals"]) > 0
+    assert result["clockTicked"], "the running clock counted down on the page"
+    assert_page_received_its_views(service, played, sb_hidden, sb_own)
 
-    # everything the page received is seat 0's view: every update on its Watch stream, in order, once
-    snapshots = service.host.actors[match_id].snapshots
-    messages = received_by_the_page(out, match_id)
-    watched = [m.seq for method, m in messages if method == "Watch"]
-    assert watched == list(range(1, len(snapshots) + 1)), "the page's stream brought every change exactly once"
-    assert_seat_view_only([m for _, m in messages], snapshots, seat=0)
+
+def test_a_browser_plays_501_against_two_bots_declaring_and_giving(service: LiveService) -> None:
+    played = browser_match(service, "501", "connect")
+    result = played.result
+    assert_common(played, "web-501")
+    assert len(played.finals) == 2 and all(f["phase"] == "over" for f in played.finals)
+    outcome = replay(played.record).to_json()
+    assert outcome["status"] == "finished" and result["scores"] == outcome["scores"] == played.finals[0]["scores"]
+    names = ["Ana", "Bot", "Cat"]
+    assert result["result"].startswith(" and ".join(names[s] for s in outcome["winners"]))
+    # the page made a person's mistakes and was told why, and it won a bidding: declared trump and gave cards
+    assert any("a bid is at least" in m or "higher than the standing" in m for m in result["mistakes"])
+    assert any("give a different card to each opponent (illegal_action)" in m for m in result["mistakes"])
+    assert result["declared"] >= 1 and any(e["do"] == "declare" and e["seat"] == 0 for e in played.record["events"])
+    assert_page_received_its_views(service, played, five_hidden, five_own)
+
+
+def test_a_shared_device_hands_over_between_turns_and_shows_no_hand_meanwhile(service: LiveService) -> None:
+    played = browser_match(service, "spectacular-bid", "connect", "shared")
+    result = played.result
+    assert_common(played, "web-sb-shared")
+    assert played.finals == [], "both seats are played on the page"
+    assert played.record["options"].get("shared_device") is True
+    assert result["handovers"] > 1 and result["handsOnHandover"] == 0
+    reveals = [e for e in played.record["events"] if e["do"] == "reveal"]
+    assert {e["seat"] for e in reveals} == {0, 1}, "each player revealed their tiles after a hand-over"
+    outcome = replay(played.record).to_json()
+    assert outcome["status"] == "finished" and result["scores"] == outcome["points"]
+    assert_page_received_its_views(service, played, sb_hidden, sb_own)

@@ -130,6 +130,7 @@ class Game {
   view: View | null = null;
   holder: number | null = null; // shared device: the seat holding it
   busy = false;
+  starting = false; // shared device: Continue is being pressed for every seat
   drawn = 0; // render generation: a slower render never overwrites a newer one
   aborter = new AbortController();
   ticker = 0;
@@ -248,6 +249,8 @@ class Game {
     if (action.do === "resign" && !window.confirm("Resign the match?")) return;
     this.busy = true;
     this.board.classList.add("busy");
+    this.board.querySelectorAll<HTMLButtonElement>("button.action").forEach((b) => (b.disabled = true));
+    banner(null); // the last refusal is answered by trying again
     try {
       const { seq, view } = await act(this.table.matchId, this.table.tokens[seat], action);
       banner(null);
@@ -284,7 +287,7 @@ class Game {
     // one shared device: a public screen, a hand-over screen, or the view of the seat holding it
     if (view.phase === "over") return this.draw(view, null, false);
     if (view.game === "spectacular-bid" && view.phase === "ready") {
-      const start = h("button", { class: "action", "data-do": "ready", onclick: () => void this.readyAll() }, "Start the clocks");
+      const start = h("button", { class: "action", "data-do": "ready", disabled: this.starting, onclick: () => void this.readyAll() }, "Start the clocks");
       return this.draw(view, null, false, [h("div", { class: "handover" }, h("p", {}, `Round ${view.round} is dealt.`), start)]);
     }
     const turn: number | null = view.turn ?? null;
@@ -320,9 +323,15 @@ class Game {
   }
 
   async readyAll(): Promise<void> {
-    for (const [seat, token] of Object.entries(this.table.tokens)) {
-      const { view } = await getView(this.table.matchId, token);
-      if ((view.legal ?? []).some((a: View) => a.do === "ready")) await this.send(Number(seat), { do: "ready" });
+    this.starting = true;
+    this.board.querySelectorAll<HTMLButtonElement>("button.action").forEach((b) => (b.disabled = true));
+    try {
+      for (const [seat, token] of Object.entries(this.table.tokens)) {
+        const { view } = await getView(this.table.matchId, token);
+        if ((view.legal ?? []).some((a: View) => a.do === "ready")) await this.send(Number(seat), { do: "ready" });
+      }
+    } finally {
+      this.starting = false;
     }
   }
 }

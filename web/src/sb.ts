@@ -82,7 +82,7 @@ export function layoutView(layout: View): HTMLElement {
       { class: "ends" },
       `Open ends: ${ends || "none"} — count `,
       h("strong", { "data-count": layout.count }, layout.count),
-      scores ? h("span", { class: "scored" }, " scores!") : "",
+      scores ? h("span", { class: "scored" }, ` — the last play scored ${layout.count}`) : "",
       spinner !== null ? ` — spinner [${spinner}|${spinner}]${north.length || south.length ? "" : " (arms N and S open once both its sides are taken)"}` : "",
     ),
   );
