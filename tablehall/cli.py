@@ -66,6 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sweep.add_argument("--database-url", required=True, help="a scratch database (matches are written to it)")
     sweep.add_argument("--matches", type=int, default=100_000)
     sweep.add_argument("--overdue", type=int, default=100)
+    messages = bench_kinds.add_parser("messages", help="CPU per streamed gRPC message, server and client")
+    messages.add_argument("--messages", type=int, default=40_000, help="round trips in all")
+    messages.add_argument("--streams", type=int, default=100)
     tables = bench_kinds.add_parser("tables", help="time to schedule N tables in one call (tablehall serve)")
     tables.add_argument("--tables", type=int, default=1000)
     tables.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
@@ -190,6 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return bench_service(
                 args.address, args.matches, args.concurrency, args.game, args.seed, args.workers, args.database_url
             )
+        if args.command == "bench" and args.kind == "messages":
+            from tablehall.bench_messages import bench_messages
+
+            return bench_messages(args.messages, args.streams)
         if args.command == "bench" and args.kind == "recovery":
             from tablehall.bench_recovery import bench_recovery
 
