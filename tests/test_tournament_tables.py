@@ -325,3 +325,28 @@ def test_a_start_found_late_beyond_the_tolerance_counts_from_the_deal() -> None:
         host.close()
 
     asyncio.run(body())
+
+
+def test_without_a_database_tournament_calls_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.server import start_gateway
+    from gateway.workers import Router
+    from protos.tablehall.v1 import tournaments_pb2_grpc
+    from tablehall.client import Client
+
+    monkeypatch.setenv("TABLEHALL_DATABASE_URL", "memory")
+
+    async def body() -> TablehallError:
+        host = MatchHost()
+        gateway = await start_gateway(Router([host]), "127.0.0.1", 0)
+        try:
+            async with Client(f"127.0.0.1:{gateway.port}") as client:
+                stub = tournaments_pb2_grpc.TournamentsStub(client.channel)
+                key = (("authorization", "Bearer tho_any"),)
+                return await refused(stub.CreateTables(tables_request(pairs(1)), metadata=key))
+        finally:
+            host.close()
+            await gateway.stop(grace=0.5)
+
+    error = asyncio.run(body())
+    assert (error.status, error.code) == (grpc.StatusCode.FAILED_PRECONDITION, "no_database")
+    assert "need a database" in str(error)

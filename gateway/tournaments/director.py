@@ -38,6 +38,8 @@ MAX_AHEAD_MS = 366 * 24 * 3600 * 1000
 DEFAULT_PAUSE_MS = 30_000
 STALE_MS = 15_000
 """A batch still `creating` this long after its last progress is taken over (its creator stopped)."""
+FRESH_MS = 250
+"""How old a snapshot the players' assignment calls may read (every entrant polls between tables)."""
 
 
 def seat_token(seat_key: bytes, match_id: str, seat: int) -> str:
@@ -85,6 +87,7 @@ class Director:
         self.clock = clock
         self.locks: dict[str, asyncio.Lock] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.recent: dict[str, tuple[int, store.Snapshot]] = {}
 
     async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.to_thread(fn, self.engine, *args)
@@ -200,6 +203,19 @@ class Director:
             raise NotFound(f"no tournament {tournament_id!r}")
         if organizer is not None and snap.tournament.organizer_id != organizer.id:
             raise NotYours(f"tournament {tournament_id} belongs to another organizer")
+        return snap
+
+    async def recent_snapshot(self, tournament_id: str) -> store.Snapshot:
+        """A snapshot at most FRESH_MS old, results not refreshed (the hook and the passes do that): what
+        many polling players read, at the cost of one database read per tournament per FRESH_MS."""
+        now = self.clock()
+        cached = self.recent.get(tournament_id)
+        if cached is not None and now - cached[0] < FRESH_MS:
+            return cached[1]
+        snap: store.Snapshot | None = await self._db(store.snapshot, tournament_id)
+        if snap is None:
+            raise NotFound(f"no tournament {tournament_id!r}")
+        self.recent[tournament_id] = (now, snap)
         return snap
 
     async def advance(self, tournament_id: str, by_organizer: bool = False) -> str | None:

@@ -168,7 +168,7 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
         tournament_id, name, seat_key = player
         if request.tournament_id and request.tournament_id != tournament_id:
             raise Unauthenticated(f"that token is no player's of tournament {request.tournament_id}")
-        a = reports.assignment(await director.snapshot(tournament_id), name, seat_key)
+        a = reports.assignment(await director.recent_snapshot(tournament_id), name, seat_key)
         return tournaments_pb2.Assignment(
             tournament_id=tournament_id, player=name, round=a.round, status=a.status, match_id=a.match_id,
             seat=a.seat, seat_token=a.seat_token, players=list(a.players), starts_unix_ms=a.starts_unix_ms,
