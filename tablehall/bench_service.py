@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -36,6 +37,28 @@ class Tally:
     refused: int = 0
     wall_s: float = 0.0
     idle_ping_s: list[float] = field(default_factory=list)
+    cpu_s: dict[str, float] = field(default_factory=dict)
+    """CPU seconds spent during the load, per process of the service and by the load generator."""
+
+
+def cpu_seconds(root: int | None) -> dict[str, float]:
+    """User + system CPU of the `tablehall serve` process and its worker processes, from /proc (Linux);
+    the load generator's own as "load generator"."""
+    out = {"load generator": time.process_time()}
+    pending = [] if root is None else [root]
+    while pending:
+        pid = pending.pop()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                pending += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+        words = [a.decode(errors="replace") for a in argv]
+        name = "gateway" if pid == root else " ".join(w for w in words[3:6] if w != "--ordinal") or str(pid)
+        out[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -44,9 +67,9 @@ def quantile(values: list[float], q: float) -> float:
 
 
 @contextlib.asynccontextmanager
-async def service(address: str | None, workers: int, database_url: str) -> AsyncIterator[str]:
+async def service(address: str | None, workers: int, database_url: str) -> AsyncIterator[tuple[str, int | None]]:
     if address is not None:
-        yield address
+        yield address, None
         return
     env = {**os.environ, "TABLEHALL_LOG_LEVEL": "WARNING"}
     command = [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0", "--database-url", database_url]
@@ -56,7 +79,7 @@ async def service(address: str | None, workers: int, database_url: str) -> Async
         line = await asyncio.to_thread(process.stdout.readline)
         if "serving on" not in line:
             raise RuntimeError(f"tablehall serve did not start: {line!r}")
-        yield line.split("serving on ", 1)[1].split()[0]
+        yield line.split("serving on ", 1)[1].split()[0], process.pid
     finally:
         process.terminate()
         await asyncio.to_thread(process.wait, 10)
@@ -115,7 +138,7 @@ async def run(
 ) -> Tally:
     tally = Tally()
     rng = random.Random(seed)
-    async with service(address, workers, database_url) as where, contextlib.AsyncExitStack() as stack:
+    async with service(address, workers, database_url) as (where, pid), contextlib.AsyncExitStack() as stack:
         pool = [await stack.enter_async_context(Client(where)) for _ in range(CHANNELS)]
         client = pool[0]
         for _ in range(50):
@@ -136,9 +159,10 @@ async def run(
                 progress.advance(task)
 
             pings = asyncio.create_task(pinger(client, tally.ping_s, stop))
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), cpu_seconds(pid)
             await asyncio.gather(*(gated(number) for number in range(matches)))
             tally.wall_s = time.perf_counter() - started
+            tally.cpu_s = {name: spent - cpu.get(name, 0.0) for name, spent in cpu_seconds(pid).items()}
             stop.set()
             await pings
     return tally
@@ -170,4 +194,11 @@ def bench_service(
         f"wall {wall:.1f} s; {tally.refused} commands refused because the match had moved on; "
         f"ping before the load: p50 {idle50 * 1000:.2f} ms, p99 {idle99 * 1000:.2f} ms"
     )
+    if tally.command_s:
+        per = {name: spent * 1000 / len(tally.command_s) for name, spent in sorted(tally.cpu_s.items())}
+        Console().print(
+            "CPU per command during the load: "
+            + ", ".join(f"{name} {ms:.2f} ms" for name, ms in per.items())
+            + f"; in all {sum(per.values()):.2f} ms (PostgreSQL's own not counted)"
+        )
     return 0
