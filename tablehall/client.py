@@ -40,17 +40,31 @@ class TablehallError(Exception):
         return TablehallError(error.code(), code, error.details() or error.code().name)
 
 
+_KINDS = {
+    field.name: getattr(matches_pb2, field.message_type.name)
+    for field in matches_pb2.Action.DESCRIPTOR.fields
+    if field.message_type is not None
+}
+
+
 def action_message(action: Mapping[str, Any]) -> matches_pb2.Action:
-    """A record-style action as the typed wire message."""
+    """A record-style action as the typed wire message (built directly; anything unusual goes through
+    protobuf's JSON parser, which also words the error)."""
     fields = dict(action)
     do = fields.pop("do", None)
     kind = {"raise": "raise_", "pass": "pass_"}.get(str(do), str(do))
-    message = matches_pb2.Action()
-    if kind not in matches_pb2.Action.DESCRIPTOR.fields_by_name:
+    if kind not in _KINDS:
         raise ValueError(f"unknown action {do!r}")
-    ParseDict(fields, getattr(message, kind))
-    getattr(message, kind).SetInParent()
-    return message
+    give = fields.get("give")
+    try:
+        if isinstance(give, Mapping):
+            fields["give"] = {int(seat): card for seat, card in give.items()}
+        return matches_pb2.Action(**{kind: _KINDS[kind](**fields)})
+    except (TypeError, ValueError):
+        message = matches_pb2.Action()
+        ParseDict({k: v for k, v in action.items() if k != "do"}, getattr(message, kind))
+        getattr(message, kind).SetInParent()
+        return message
 
 
 @dataclass(frozen=True, slots=True)
