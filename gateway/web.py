@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from connectrpc.errors import ConnectError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from gateway.connect_door import ConnectBridge
 from gateway.service import MatchesService
@@ -111,8 +112,43 @@ async def _not_built(scope: Scope, receive: Receive, send: Send) -> None:
     await PlainTextResponse(text, status_code=404)(scope, receive, send)
 
 
+class EndOnDisconnect:
+    """Ends a call as soon as its client goes away. connect-python notices a disconnect only when a stream
+    has its next message to send, and a Watch may wait long for one: a closed tab would hold its watcher
+    (and the `tablehall_watchers_connected` gauge) until the match's next change."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        call = asyncio.current_task()
+        if scope["type"] != "http" or call is None:
+            await self.app(scope, receive, send)
+            return
+        state = {"gone": False, "done": False}
+
+        async def receiving() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect" and not state["done"] and not state["gone"]:
+                state["gone"] = True
+                call.cancel()  # the handler's stream ends now: the actor drops its watcher
+            return message
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                state["done"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, receiving, sending)
+        except (asyncio.CancelledError, ConnectError):
+            if not state["gone"]:
+                raise
+            call.uncancel()
+
+
 def web_app(apps: Sequence[Any], static: Path | None, origins: Sequence[str] = ()) -> Starlette:
-    routes = [Mount(app.path, app=app) for app in apps]
+    routes = [Mount(app.path, app=EndOnDisconnect(app)) for app in apps]
     page = StaticFiles(directory=static, html=True) if static and (static / "index.html").is_file() else _not_built
     routes.append(Mount("/", app=page))
     middleware = []

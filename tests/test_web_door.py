@@ -4,9 +4,11 @@ browser receives there is its seat's view only, byte for byte; CORS only for the
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import random
+import socket
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ from tests.web_support import (
     LiveService,
     Raw,
     connect_end,
+    envelope,
     live_service,
     raw_stream,
     raw_unary,
@@ -292,6 +295,42 @@ def test_the_http_door_sends_each_seat_its_own_view_only(
 
     assert_no_leak(watched(CONNECT_STREAM), snapshots, hidden, own)
     assert_no_leak(watched(GRPC_WEB), snapshots, hidden, own)
+
+
+# --- a closed tab: its stream ends at once ----------------------------------------------------------------
+
+
+def test_a_client_that_goes_away_ends_its_watch_at_once(service: LiveService) -> None:
+    """Without it a closed tab would hold its watcher until the match's next change (connect-python alone
+    notices a disconnect only when it has the next message to send)."""
+
+    async def create() -> str:
+        async with Client(service.address) as client:
+            return (await client.create_match(SB, ["Ana", "Bia"])).match_id
+
+    match_id = service.run(create())
+    actor = service.host.actors[match_id]
+    request = envelope(matches_pb2.WatchRequest(match_id=match_id).SerializeToString())
+    parts = urlsplit(service.url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as tab:
+        head = (
+            f"POST /tablehall.v1.Matches/Watch HTTP/1.1\r\nhost: {parts.netloc}\r\n"
+            f"content-type: {CONNECT_STREAM}\r\nconnect-protocol-version: 1\r\ncontent-length: {len(request)}\r\n\r\n"
+        )
+        tab.sendall(head.encode() + request)
+        first = b""
+        while match_id.encode() not in first:  # the headers, then the first update's frame
+            chunk = tab.recv(65536)
+            assert chunk, f"the stream closed before its first update: {first!r}"
+            first += chunk
+        assert first.startswith(b"HTTP/1.1 200")
+        assert len(actor.watchers) == 1
+
+    async def dropped() -> None:
+        while actor.watchers:  # no change happens meanwhile: only the disconnect can end the watch
+            await asyncio.sleep(0.01)
+
+    service.run(asyncio.wait_for(dropped(), 10))
 
 
 # --- CORS: by the setting, nothing more ----------------------------------------------------------------
