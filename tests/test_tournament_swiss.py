@@ -131,3 +131,27 @@ def test_rejects_half_point_fractions_and_duplicates() -> None:
         pair_swiss([SwissPlayer("a", 0.25), SwissPlayer("b", 0)])
     with pytest.raises(ValueError):
         pair_swiss([SwissPlayer("a", 0), SwissPlayer("a", 0)])
+
+
+def test_large_fields_are_paired_group_by_group() -> None:
+    """Above DECOMPOSE_ABOVE players each score group is matched on its own, an odd group floating one
+    player to the next group down: few floats, all between neighbouring groups, no repeats."""
+    from gateway.tournaments.swiss import DECOMPOSE_ABOVE, _by_groups
+
+    rng = random.Random(5)
+    n = DECOMPOSE_ABOVE + 172
+    players = sorted((SwissPlayer(f"p{i:03d}", float(rng.randint(0, 3))) for i in range(n)), key=lambda p: -p.score)
+    score = {p.player: p.score for p in players}
+    assert _by_groups(players) is not None  # the group-by-group matching made it, not the global fallback
+    rnd = pair_swiss(players)
+    assert rnd.repeats == 0 and rnd.bye is None and len(rnd.pairings) == n // 2
+    gaps = [abs(score[p.seat0] - score[p.seat1]) for p in rnd.pairings]
+    assert set(gaps) <= {0.0, 1.0} and gaps.count(1.0) <= 3
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_no_repeat_pairing_300_players_7_rounds(seed: int) -> None:
+    history, _, repeats = play_swiss(300, 7, seed)
+    assert repeats == 0
+    met = [pair for rnd in history for pair in rnd]
+    assert len(met) == len(set(met)) == 7 * 150
