@@ -13,10 +13,10 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 
-from gateway.server import start_gateway
+from gateway.server import Gateway, start_gateway
 from gateway.tournaments.jobs import EndedTables, tournament_jobs
 from gateway.web import WebDoor, WebSettings, start_web_door
 from gateway.workers import GrpcWorker, Router, WorkerClient
@@ -56,10 +56,11 @@ async def serve(
     async with _workers(topology, database_url, child_metrics, ended.notify) as clients, AsyncExitStack() as jobs:
         router = Router(clients)
         await jobs.enter_async_context(tournament_jobs(_default_url(), router, ended))
-        gateway = await start_gateway(router, host, port)
+        door = await _web_door(router, host, web)  # first: a port it cannot have stops us before we serve
+        gateway = await _with_door(start_gateway(router, host, port), door)
         where = "in process" if topology.workers == 0 else f"in {topology.workers} worker processes"
         print(f"tablehall serving on {host}:{gateway.port} (matches {where})", flush=True)
-        door = await _web_door(router, host, web)
+        _announce(door)
         await _until_stopped()
         print("tablehall: shutting down", flush=True)
         gateway.health.enter_graceful_shutdown()
@@ -77,11 +78,24 @@ async def _web_door(router: Router, host: str, web: WebSettings | None) -> WebDo
     if web is None or web.port is None:
         return None
     try:
-        door = await start_web_door(router, host, web.port, web.origins)
+        return await start_web_door(router, host, web.port, web.origins)
     except OSError as error:
         raise SystemExit(f"tablehall: {error} (choose another with --web-port, or --web-port off)") from None
-    print(f"tablehall web page, Connect and gRPC-Web on {door.url}", flush=True)
-    return door
+
+
+async def _with_door(starting: Awaitable[Gateway], door: WebDoor | None) -> Gateway:
+    """The gRPC server; if it cannot start, the HTTP door already listening is closed first."""
+    try:
+        return await starting
+    except BaseException:
+        if door is not None:
+            await door.stop(grace=0)
+        raise
+
+
+def _announce(door: WebDoor | None) -> None:
+    if door is not None:
+        print(f"tablehall web page, Connect and gRPC-Web on {door.url}", flush=True)
 
 
 def _stop(exporter: object) -> None:
@@ -106,9 +120,10 @@ async def run_gateway(
         raise SystemExit("tablehall gateway needs --workers N ≥ 1 (or TABLEHALL_WORKERS)")
     clients = [GrpcWorker(topology.worker_address(k)) for k in range(topology.workers)]
     router = Router(clients)
-    gateway = await start_gateway(router, host, port)
-    print(f"tablehall gateway serving on {host}:{gateway.port}", flush=True)
     door = await _web_door(router, host, web)
+    gateway = await _with_door(start_gateway(router, host, port), door)
+    print(f"tablehall gateway serving on {host}:{gateway.port}", flush=True)
+    _announce(door)
     await _until_stopped()
     if door is not None:
         await door.stop(grace=5.0)
