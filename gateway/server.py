@@ -3,7 +3,9 @@ reflection."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -30,10 +32,19 @@ class Gateway:
         await self.server.stop(grace)
 
 
-async def start_gateway(router: Router, host: str = "127.0.0.1", port: int = 0) -> Gateway:
+def public_servicers(router: Router) -> dict[str, Any]:
+    """The public services by full name, one servicer each: the gRPC server and the HTTP door for browsers
+    (gateway/web.py) serve the same instances."""
+    return {MATCHES: MatchesService(router), TOURNAMENTS: TournamentsService(router)}
+
+
+async def start_gateway(
+    router: Router, host: str = "127.0.0.1", port: int = 0, servicers: Mapping[str, Any] | None = None
+) -> Gateway:
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    matches_pb2_grpc.add_MatchesServicer_to_server(MatchesService(router), server)
-    tournaments_pb2_grpc.add_TournamentsServicer_to_server(TournamentsService(router), server)
+    servicers = servicers or public_servicers(router)
+    matches_pb2_grpc.add_MatchesServicer_to_server(servicers[MATCHES], server)
+    tournaments_pb2_grpc.add_TournamentsServicer_to_server(servicers[TOURNAMENTS], server)
     checker = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(checker, server)
     names = (MATCHES, TOURNAMENTS, health.SERVICE_NAME, reflection.SERVICE_NAME)

@@ -10,16 +10,18 @@ grpc.aio server. Cross-origin callers are allowed only from the origins of one s
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 from connectrpc.errors import ConnectError
+from google.protobuf import descriptor_pool
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -29,9 +31,6 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
 
 from gateway.connect_door import ConnectBridge
-from gateway.service import MatchesService
-from gateway.workers import Router
-from protos.tablehall.v1 import matches_connect, matches_pb2
 
 log = logging.getLogger("tablehall.web")
 
@@ -85,12 +84,15 @@ class WebSettings:
         return WebSettings(number, cors_origins(origins))
 
 
-def connect_apps(router: Router) -> list[Any]:
-    """The public services as Connect applications, each bridged to its grpcio servicer."""
-    matches = MatchesService(router)
-    descriptor = matches_pb2.DESCRIPTOR.services_by_name["Matches"]
-    bridge: Any = ConnectBridge(matches, descriptor)  # its methods are made from the descriptor
-    return [matches_connect.MatchesASGIApplication(bridge)]
+def connect_apps(servicers: Mapping[str, Any]) -> list[Any]:
+    """Each public service (by full name) as its generated Connect application, bridged to its servicer."""
+    apps = []
+    for full_name, servicer in servicers.items():
+        descriptor = descriptor_pool.Default().FindServiceByName(full_name)
+        module = importlib.import_module(descriptor.file.name.removesuffix(".proto").replace("/", ".") + "_connect")
+        bridge: Any = ConnectBridge(servicer, descriptor)  # its methods are made from the descriptor
+        apps.append(getattr(module, f"{descriptor.name}ASGIApplication")(bridge))
+    return apps
 
 
 def cors_origins(flag: str | None = None) -> tuple[str, ...]:
@@ -188,7 +190,7 @@ class WebDoor:
 
 
 async def start_web_door(
-    router: Router, host: str = "127.0.0.1", port: int = DEFAULT_WEB_PORT, origins: Sequence[str] = ()
+    servicers: Mapping[str, Any], host: str = "127.0.0.1", port: int = DEFAULT_WEB_PORT, origins: Sequence[str] = ()
 ) -> WebDoor:
     """Serves the HTTP door in the running event loop; `port` 0 picks a free one."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -203,7 +205,7 @@ async def start_web_door(
     sock.setblocking(False)
     static = web_dir()
     config = uvicorn.Config(
-        web_app(connect_apps(router), static, origins),
+        web_app(connect_apps(servicers), static, origins),
         lifespan="off",
         log_level="warning",
         access_log=False,

@@ -13,10 +13,11 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
+from typing import Any
 
-from gateway.server import Gateway, start_gateway
+from gateway.server import Gateway, public_servicers, start_gateway
 from gateway.tournaments.jobs import EndedTables, tournament_jobs
 from gateway.web import WebDoor, WebSettings, start_web_door
 from gateway.workers import GrpcWorker, Router, WorkerClient
@@ -56,8 +57,9 @@ async def serve(
     async with _workers(topology, database_url, child_metrics, ended.notify) as clients, AsyncExitStack() as jobs:
         router = Router(clients)
         await jobs.enter_async_context(tournament_jobs(_default_url(), router, ended))
-        door = await _web_door(router, host, web)  # first: a port it cannot have stops us before we serve
-        gateway = await _with_door(start_gateway(router, host, port), door)
+        servicers = public_servicers(router)
+        door = await _web_door(servicers, host, web)  # first: a port it cannot have stops us before we serve
+        gateway = await _with_door(start_gateway(router, host, port, servicers), door)
         where = "in process" if topology.workers == 0 else f"in {topology.workers} worker processes"
         print(f"tablehall serving on {host}:{gateway.port} (matches {where})", flush=True)
         _announce(door)
@@ -73,12 +75,12 @@ async def serve(
     _stop(exporter)
 
 
-async def _web_door(router: Router, host: str, web: WebSettings | None) -> WebDoor | None:
+async def _web_door(servicers: Mapping[str, Any], host: str, web: WebSettings | None) -> WebDoor | None:
     """The HTTP door for browsers (gateway/web.py) beside the gRPC server, in the same event loop."""
     if web is None or web.port is None:
         return None
     try:
-        return await start_web_door(router, host, web.port, web.origins)
+        return await start_web_door(servicers, host, web.port, web.origins)
     except OSError as error:
         raise SystemExit(f"tablehall: {error} (choose another with --web-port, or --web-port off)") from None
 
@@ -120,8 +122,9 @@ async def run_gateway(
         raise SystemExit("tablehall gateway needs --workers N ≥ 1 (or TABLEHALL_WORKERS)")
     clients = [GrpcWorker(topology.worker_address(k)) for k in range(topology.workers)]
     router = Router(clients)
-    door = await _web_door(router, host, web)
-    gateway = await _with_door(start_gateway(router, host, port), door)
+    servicers = public_servicers(router)
+    door = await _web_door(servicers, host, web)
+    gateway = await _with_door(start_gateway(router, host, port, servicers), door)
     print(f"tablehall gateway serving on {host}:{gateway.port}", flush=True)
     _announce(door)
     await _until_stopped()

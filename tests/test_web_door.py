@@ -22,8 +22,8 @@ from connectrpc.client import ResponseMetadata
 from connectrpc.errors import ConnectError
 from connectrpc.protocol import ProtocolType
 
-from gateway.connect_door import connect_code
-from protos.tablehall.v1 import matches_connect, matches_pb2, matches_pb2_grpc
+from gateway.connect_door import connect_code, snake_case
+from protos.tablehall.v1 import matches_connect, matches_pb2, tournaments_connect, tournaments_pb2, tournaments_pb2_grpc
 from tablehall.client import Client, action_message
 from tests.over_grpc import choose, drive, five_hidden, five_own, sb_hidden, sb_own
 from tests.test_service_matches import assert_no_leak
@@ -63,7 +63,7 @@ class Answer:
 Call = Callable[[str, Any, str | None], Awaitable[Answer]]
 
 
-def native_door(stub: matches_pb2_grpc.MatchesStub) -> Call:
+def native_door(stub: Any) -> Call:
     async def call(method: str, request: Any, token: str | None) -> Answer:
         metadata = (("authorization", f"Bearer {token}"),) if token else ()
         try:
@@ -79,9 +79,7 @@ def native_door(stub: matches_pb2_grpc.MatchesStub) -> Call:
     return call
 
 
-def connect_door(client: matches_connect.MatchesClient) -> Call:
-    names = {"GetView": "get_view", "GetRules": "get_rules", "GetRecord": "get_record", "CreateMatch": "create_match"}
-
+def connect_door(client: Any) -> Call:
     async def call(method: str, request: Any, token: str | None) -> Answer:
         headers = {"authorization": f"Bearer {token}"} if token else None
         with ResponseMetadata() as metadata:
@@ -89,7 +87,7 @@ def connect_door(client: matches_connect.MatchesClient) -> Call:
                 if method == "Watch":
                     replies = [u.SerializeToString() async for u in client.watch(request, headers=headers)]
                     return Answer(stream=tuple(replies))
-                reply = await getattr(client, names.get(method, method.lower()))(request, headers=headers)
+                reply = await getattr(client, snake_case(method))(request, headers=headers)
                 return Answer(reply=reply.SerializeToString())
             except ConnectError as error:
                 code = metadata.trailers().get("tablehall-error") if metadata.trailers() else None
@@ -224,6 +222,28 @@ async def created_elsewhere_plays_here(calls: dict[str, Call], client: Client) -
         _, view = await client.seat(created.match_id, created.seats[0].token).view()
         assert view["game"] == "501" and view["seat"] == 0 and len(created.seats) == 3
     return True
+
+
+def test_the_tournaments_service_answers_on_the_http_door_too(
+    service: LiveService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TABLEHALL_DATABASE_URL", "memory")  # no tournament database: a refusal, alike everywhere
+
+    async def body() -> Answer:
+        base = service.url.rstrip("/")
+        async with grpc.aio.insecure_channel(service.address) as channel:
+            kinds = (ProtocolType.CONNECT, ProtocolType.GRPC_WEB)
+            clients = [tournaments_connect.TournamentsClient(base, protocol=kind) for kind in kinds]
+            calls = {"grpc": native_door(tournaments_pb2_grpc.TournamentsStub(channel))}
+            calls |= {f"http-{i}": connect_door(c) for i, c in enumerate(clients)}
+            try:
+                return await same(calls, "GetStandings", tournaments_pb2.GetStandingsRequest(), "an-organizer-key")
+            finally:
+                for c in clients:
+                    await c.close()
+
+    refused = service.run(body())
+    assert refused.status == "FAILED_PRECONDITION" and "need a database" in (refused.message or ""), refused
 
 
 def test_every_grpc_status_has_its_connect_code() -> None:

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from gateway.server import Gateway, start_gateway
+from gateway.server import Gateway, public_servicers, start_gateway
 from gateway.web import WebDoor, start_web_door
 from gateway.workers import Router
 from protos.tablehall.v1 import matches_pb2
@@ -71,8 +71,9 @@ class _Started:
 async def _start(origins: tuple[str, ...]) -> _Started:
     host = MatchHost()
     router = Router([host])
-    gateway = await start_gateway(router, "127.0.0.1", 0)
-    door = await start_web_door(router, "127.0.0.1", 0, origins)
+    servicers = public_servicers(router)
+    gateway = await start_gateway(router, "127.0.0.1", 0, servicers)
+    door = await start_web_door(servicers, "127.0.0.1", 0, origins)
     return _Started(host, gateway, door)
 
 
