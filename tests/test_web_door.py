@@ -23,6 +23,7 @@ from connectrpc.errors import ConnectError
 from connectrpc.protocol import ProtocolType
 
 from gateway.connect_door import connect_code, snake_case
+from gateway.web import cors_origins
 from protos.tablehall.v1 import matches_connect, matches_pb2, tournaments_connect, tournaments_pb2, tournaments_pb2_grpc
 from tablehall.client import Client, action_message
 from tests.over_grpc import choose, drive, five_hidden, five_own, sb_hidden, sb_own
@@ -244,6 +245,23 @@ def test_the_tournaments_service_answers_on_the_http_door_too(
 
     refused = service.run(body())
     assert refused.status == "FAILED_PRECONDITION" and "need a database" in (refused.message or ""), refused
+
+
+def test_the_bridge_names_every_rpc_as_the_generated_code_does() -> None:
+    generated = ((matches_connect, matches_pb2, "Matches"), (tournaments_connect, tournaments_pb2, "Tournaments"))
+    for module, messages, name in generated:
+        rpcs = [m.name for m in messages.DESCRIPTOR.services_by_name[name].methods]
+        client = getattr(module, f"{name}Client")
+        assert rpcs and all(hasattr(client, snake_case(rpc)) for rpc in rpcs), name
+
+
+def test_cors_origins_setting() -> None:
+    assert cors_origins("http://a.example/, https://b.example:8443 ,,*") == (
+        "http://a.example",
+        "https://b.example:8443",
+        "*",
+    )
+    assert cors_origins("") == ()
 
 
 def test_every_grpc_status_has_its_connect_code() -> None:
