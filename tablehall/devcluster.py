@@ -38,6 +38,10 @@ class DevClusterError(Exception):
     """A setting or a service the cluster needs is wrong or missing (exit 2, nothing started)."""
 
 
+class Interrupted(Exception):
+    """Ctrl-C (or SIGTERM) while the roles were starting."""
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     workers: int
@@ -202,18 +206,20 @@ class Cluster:
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    def start(self) -> None:
+    def start(self, stop: threading.Event) -> None:
         """Workers first (the gateway dials them), then the gateway, then the Celery side."""
         n = self.settings.workers
         for tier in (self.running[:n], self.running[n : n + 1], self.running[n + 1 :]):
             for r in tier:
                 r.start()
             for r in tier:
-                self._await_ready(r)
+                self._await_ready(r, stop)
 
-    def _await_ready(self, r: Running) -> None:
+    def _await_ready(self, r: Running, stop: threading.Event) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not r.ready.wait(POLL_S):
+            if stop.is_set():
+                raise Interrupted
             code = r.ended()
             if code is not None or time.monotonic() > deadline:
                 why = describe_exit(code) if code is not None else f"not ready after {START_TIMEOUT_S:.0f} s"
@@ -380,7 +386,7 @@ def run_dev_cluster(args: argparse.Namespace, out: IO[str] | None = None) -> int
     database = make_url(settings.database_url).render_as_string(hide_password=True)
     cluster.say(f"tablehall dev-cluster: {settings.workers} workers on {database}, Redis {settings.redis_url}")
     try:
-        cluster.start()
+        cluster.start(stop)
         for line in cluster.listing():
             cluster.say(line)
         cluster.say(f"tablehall dev-cluster serving on {settings.dial_host}:{settings.port} (Ctrl-C stops everything)")
@@ -388,6 +394,8 @@ def run_dev_cluster(args: argparse.Namespace, out: IO[str] | None = None) -> int
     except RuntimeError as error:
         print(f"tablehall dev-cluster: {error}", file=sys.stderr)
         return 1
+    except Interrupted:
+        return 130
     finally:
         cluster.say("tablehall dev-cluster: stopping")
         cluster.stop()
