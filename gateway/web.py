@@ -1,10 +1,11 @@
 """The gateway's HTTP door: the public services over Connect and gRPC-Web, and the web page at `/`.
 
-Browsers cannot speak native gRPC, so the same servicers the grpcio server runs (gateway/service.py) are
-mounted as connect-python ASGI applications through `ConnectBridge` (gateway/connect_door.py): no rule,
-check or error mapping is written twice. Uvicorn serves it in the gateway's own event loop, beside the
-grpc.aio server. Cross-origin callers are allowed only from the origins of one setting
-(`TABLEHALL_CORS_ORIGINS` / `--cors-origins`); the page itself is same-origin and needs none.
+Browsers cannot speak native gRPC, so the very servicer instances the grpcio server runs
+(gateway/server.py `public_servicers`) are mounted as connect-python ASGI applications through
+`ConnectBridge` (gateway/connect_door.py): no rule, check or error mapping is written twice. Uvicorn
+serves it in the gateway's own event loop, beside the grpc.aio server. Cross-origin callers are allowed
+only from the origins of one setting (`TABLEHALL_CORS_ORIGINS` / `--cors-origins`); the page itself is
+same-origin and needs none.
 """
 
 from __future__ import annotations
