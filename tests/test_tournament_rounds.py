@@ -115,6 +115,7 @@ def test_round_one_is_held_until_the_tournament_starts(tmp_path: Path) -> None:
         tid = await create(hall, ["ann", "bob"], start_unix_ms=start)
         t = await until(hall, tid, lambda t: bool(playing(t, 1)))
         assert t.starts_unix_ms == t.round_states[0].starts_unix_ms == start
+        assert t.round_states[0].status == "scheduled"
         (table,) = playing(t, 1)
         actor = hall.actor(table.match_id)
         assert actor.scheduled and actor.entry.created_unix_ms == start

@@ -18,7 +18,7 @@ ENDED = ("finished", "voided")
 class RoundSummary:
     number: int
     status: str
-    """scheduling (its tables are being created), playing, or ended."""
+    """scheduling (its tables are being created), scheduled (created, held until its start), playing, ended."""
     tables: int
     scheduled: int
     ended: int
@@ -26,17 +26,19 @@ class RoundSummary:
     starts_unix_ms: int
 
 
-def round_summaries(snap: Snapshot) -> list[RoundSummary]:
+def round_summaries(snap: Snapshot, now_unix_ms: int) -> list[RoundSummary]:
     settings, history = snap.tournament.settings(), snap.history()
     out = []
     for number in range(1, snap.tournament.current_round + 1):
         batches = [b for b in snap.batches if b.round == number]
         tables = [t for t in snap.tables if t.round == number]
+        first = min(batches, key=lambda b: b.attempt)
         if any(b.status == "creating" for b in batches):
             status = "scheduling"
+        elif rounds.round_state(settings, history, number) == "ended":
+            status = "ended"
         else:
-            status = "ended" if rounds.round_state(settings, history, number) == "ended" else "playing"
-        first = min(batches, key=lambda b: b.attempt)
+            status = "scheduled" if first.starts_unix_ms > now_unix_ms else "playing"
         out.append(
             RoundSummary(
                 number, status, len(tables), sum(b.scheduled for b in batches),
@@ -47,7 +49,7 @@ def round_summaries(snap: Snapshot) -> list[RoundSummary]:
 
 
 def rounds_ended(snap: Snapshot) -> int:
-    return sum(1 for r in round_summaries(snap) if r.status == "ended")
+    return sum(1 for r in round_summaries(snap, 0) if r.status == "ended")
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,7 +110,8 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
         self, request: tournaments_pb2.GetTournamentRequest, context: Context
     ) -> tournaments_pb2.Tournament:
         director, organizer = await self.organizer(context)
-        return tournament_message(await director.snapshot(request.tournament_id, organizer), request.with_tables)
+        snap = await director.snapshot(request.tournament_id, organizer)
+        return tournament_message(snap, request.with_tables, director.clock())
 
     @edge
     async def NextRound(
@@ -121,7 +122,7 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
         batch_id = await director.advance(request.tournament_id, by_organizer=True)
         if batch_id is not None:
             director.spawn(director.deliver(batch_id))  # the caller follows the progress with GetTournament
-        return tournament_message(await director.snapshot(request.tournament_id), False)
+        return tournament_message(await director.snapshot(request.tournament_id), False, director.clock())
 
     @edge
     async def GetStandings(
@@ -198,7 +199,7 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
                     )
 
 
-def tournament_message(snap: store.Snapshot, with_tables: bool) -> tournaments_pb2.Tournament:
+def tournament_message(snap: store.Snapshot, with_tables: bool, now_unix_ms: int) -> tournaments_pb2.Tournament:
     t = snap.tournament
     message = tournaments_pb2.Tournament(
         tournament_id=t.id, name=t.name, game=t.game, format=t.format, status=t.status, rounds=t.rounds,
@@ -209,7 +210,7 @@ def tournament_message(snap: store.Snapshot, with_tables: bool) -> tournaments_p
                 number=r.number, status=r.status, tables=r.tables, scheduled=r.scheduled, ended=r.ended,
                 byes=list(r.byes), starts_unix_ms=r.starts_unix_ms,
             )
-            for r in reports.round_summaries(snap)
+            for r in reports.round_summaries(snap, now_unix_ms)
         ],
     )
     if with_tables:
