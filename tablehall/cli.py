@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             web = WebSettings.of(args.web_port, args.cors_origins, None)
             asyncio.run(
                 run_gateway(
-                    *settings(args.host, args.port), args.workers or 0, args.worker_address, args.metrics_port, web
+                    *settings(args.host, args.port), args.workers, args.worker_address, args.metrics_port, web
                 )
             )
             return 0
@@ -172,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tablehall.serve import run_worker
 
             asyncio.run(
-                run_worker(args.ordinal, args.workers or 1, args.host, args.port, args.database_url, args.metrics_port)
+                run_worker(args.ordinal, args.workers, args.host, args.port, args.database_url, args.metrics_port)
             )
             return 0
         if args.command == "dev-cluster":

@@ -109,12 +109,13 @@ def _stop(exporter: object) -> None:
 async def run_gateway(
     host: str,
     port: int,
-    workers: int,
+    workers: int | None,
     address: str | None,
     metrics_port: int | None = None,
     web: WebSettings | None = None,
 ) -> None:
-    """The stateless front alone, routing to `workers` worker processes at `address`."""
+    """The stateless front alone, routing to `workers` worker processes at `address` (None: from the
+    environment, TABLEHALL_WORKERS and TABLEHALL_WORKER_ADDRESS, as k8s/ configures it)."""
     _logging()
     exporter = metrics.serve_metrics(metrics.metrics_port(metrics_port), metrics.metrics_host(host))
     topology = Topology.from_env(workers, address)
@@ -135,8 +136,14 @@ async def run_gateway(
 
 
 async def run_worker(
-    ordinal: int, workers: int, host: str, port: int | None, database_url: str | None, metrics_port: int | None = None
+    ordinal: int,
+    workers: int | None,
+    host: str,
+    port: int | None,
+    database_url: str | None,
+    metrics_port: int | None = None,
 ) -> None:
+    """Worker `ordinal` of `workers` (None: TABLEHALL_WORKERS; unset, 1)."""
     _logging()
     exporter = metrics.serve_metrics(metrics.metrics_port(metrics_port), metrics.metrics_host(host))
     topology = Topology.from_env(workers)
