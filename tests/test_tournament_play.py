@@ -157,7 +157,7 @@ def test_players_and_organizers_see_only_what_is_theirs(tmp_path: Path) -> None:
         assert table[0].seat_token != table[1].seat_token
         seat = hall.client.seat(table[0].match_id, table[0].seat_token)
         _, view = await seat.view()
-        assert view["seat"] == table[0].seat  # the derived seat token is the seat's own
+        assert view["seat"] == table[0].seat  # the seat token (the player's own token) is that seat's
 
         with pytest.raises(TablehallError) as caught:
             await assignment(stub, created.tournament_id, "not-a-token")

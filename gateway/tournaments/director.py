@@ -9,13 +9,11 @@ database decides which one writes a round (store.insert_batch). Blocking databas
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
-import hmac
 import json
 import logging
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,14 +40,19 @@ FRESH_MS = 250
 """How old a snapshot the players' assignment calls may read (every entrant polls between tables)."""
 
 
-def seat_token(seat_key: bytes, match_id: str, seat: int) -> str:
-    """A tournament player's seat token at one table, derived (never stored): HMAC-SHA256(seat_key, id:seat)."""
-    digest = hmac.new(seat_key, f"{match_id}:{seat}".encode(), hashlib.sha256).digest()
-    return base64.urlsafe_b64encode(digest[:24]).decode()
-
-
 def sha256(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
+
+
+def seat_hashes(tournament_id: str, players: Sequence[str], token_sha256: Mapping[str, bytes]) -> tuple[bytes, ...]:
+    """The seat-token hashes of one tournament table: each player's tournament-token hash, as stored. Their
+    seat token at the table is then their tournament token itself, and nothing kept anywhere makes one.
+    One token tells seats apart only if its player sits at most once at the table: tournaments never plan
+    a player twice at one table, and a table that did is refused here (ValueError) rather than created."""
+    twice = sorted({p for p in players if players.count(p) > 1})
+    if twice:
+        raise ValueError(f"tournament {tournament_id}: {', '.join(twice)} planned twice at one table")
+    return tuple(token_sha256[p] for p in players)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +189,7 @@ class Director:
         )
         tokens = [secrets.token_urlsafe(24) for _ in spec.players]
         players = [
-            store.NewPlayer(seed, name, sha256(token), secrets.token_bytes(32))
+            store.NewPlayer(seed, name, sha256(token))
             for seed, (name, token) in enumerate(zip(spec.players, tokens, strict=True), 1)
         ]
         await self._db(store.insert_tournament, tournament, players)
@@ -276,13 +279,13 @@ class Director:
         return batch.id
 
     async def _planned(self, tournament_id: str, seating: Sequence[Sequence[str]]) -> list[PlannedTable]:
-        keys: dict[str, bytes] = await self._db(store.seat_keys, tournament_id)
-        out = []
-        for players in seating:
-            match_id = tables.new_match_id()
-            hashes = tuple(sha256(seat_token(keys[p], match_id, seat)) for seat, p in enumerate(players))
-            out.append(PlannedTable(match_id, tuple(players), hashes))
-        return out
+        """A round's (or a replay's) tables, every seat hashed as its player's tournament token (seat_hashes).
+        Every table is checked before the round is written, so a bad plan writes nothing."""
+        hashes: dict[str, bytes] = await self._db(store.token_hashes, tournament_id)
+        return [
+            PlannedTable(tables.new_match_id(), tuple(players), seat_hashes(tournament_id, players, hashes))
+            for players in seating
+        ]
 
     async def deliver(self, batch_id: str) -> bool:
         """Create a written batch's tables on their workers (again, if interrupted: idempotent), counting

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from gateway.tournaments import rounds
-from gateway.tournaments.director import seat_token
 from gateway.tournaments.standings import F501Standing, SbStanding
 from gateway.tournaments.store import Snapshot
 
@@ -65,8 +64,10 @@ class Assignment:
     rank: int = 0
 
 
-def assignment(snap: Snapshot, player: str, seat_key: bytes) -> Assignment:
-    """The player's table in the current round while it is being played; otherwise what comes next."""
+def assignment(snap: Snapshot, player: str, token: str) -> Assignment:
+    """The player's table in the current round while it is being played; otherwise what comes next.
+    `token` is the player's tournament token, which is also their seat token at every table of theirs (the
+    seats were created with its hash), so it is handed back as the seat token as it is."""
     t = snap.tournament
     number = t.current_round
     if t.status == "finished":
@@ -82,7 +83,6 @@ def assignment(snap: Snapshot, player: str, seat_key: bytes) -> Assignment:
         return Assignment(number, "waiting", table.match_id, players=table.players)
     seat = table.players.index(player)
     batch = next(b for b in snap.batches if b.id == table.batch_id)
-    token = seat_token(seat_key, table.match_id, seat)
     return Assignment(number, "table", table.match_id, seat, token, table.players, batch.starts_unix_ms)
 
 

@@ -7,8 +7,8 @@
   match id), then `created` (or `cancelled`). `scheduled` counts the tables the workers confirmed.
 - `batch_tables`: one row per match: its seats, and its result once it ended (`result`: the engine's
   outcome, RECORDS.md), so standings never replay a log twice.
-- `tournaments`, `tournament_players` (seeding order; the hash of each player's tournament token and the
-  secret `seat_key` their seat tokens are derived from), `tournament_byes` (one row per bye).
+- `tournaments`, `tournament_players` (seeding order; only the hash of each player's tournament token,
+  which is also their seat token at each of their tables), `tournament_byes` (one row per bye).
 """
 
 from __future__ import annotations
@@ -71,8 +71,7 @@ class TournamentPlayerRow(SQLModel, table=True):
     seed: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
     name: str = Field(sa_column=Column(String(64), nullable=False))
     token_sha256: bytes = Field(sa_column=Column(LargeBinary(32), nullable=False))
-    seat_key: bytes = Field(sa_column=Column(LargeBinary(32), nullable=False))
-    """Secret: seat tokens of this player's tables are HMAC-SHA256(seat_key, "match_id:seat")."""
+    """Only the hash of the player's tournament token, also the hash of their seat at each of their tables."""
 
 
 class TournamentByeRow(SQLModel, table=True):

@@ -12,7 +12,7 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 from sqlalchemy import Engine
 
-from gateway.service import bearer
+from gateway.service import bearer, token_sha256
 from gateway.status import edge, edge_stream
 from gateway.tournaments import reports, store
 from gateway.tournaments.director import Director, TournamentSpec
@@ -24,6 +24,18 @@ from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_gr
 from workers.errors import Unauthenticated
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
+
+
+def presented_token(context: Context) -> tuple[str, bytes]:
+    """The caller's bearer token as sent (stripped, as `bearer` hashes it) and its SHA-256."""
+    digest = bearer(context, required=True)
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization":
+            token = str(value).partition(" ")[2].strip()
+            if token_sha256(token) == digest:
+                return token, digest
+            break
+    raise Unauthenticated("the authorization metadata must read 'Bearer <token>'")
 
 
 def options_of(message: matches_pb2.Options) -> dict[str, Any]:
@@ -162,14 +174,15 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
         self, request: tournaments_pb2.GetAssignmentRequest, context: Context
     ) -> tournaments_pb2.Assignment:
         director = await self.director()
-        key = bearer(context, required=True)
-        player = await asyncio.to_thread(store.player_by_token, director.engine, key)
+        token, digest = presented_token(context)
+        player = await asyncio.to_thread(store.player_by_token, director.engine, digest)
         if player is None:
             raise Unauthenticated("that is no player's tournament token")
-        tournament_id, name, seat_key = player
+        tournament_id, name = player
         if request.tournament_id and request.tournament_id != tournament_id:
             raise Unauthenticated(f"that token is no player's of tournament {request.tournament_id}")
-        a = reports.assignment(await director.recent_snapshot(tournament_id), name, seat_key)
+        # The seat token is the player's own tournament token: their seats were created with its hash.
+        a = reports.assignment(await director.recent_snapshot(tournament_id), name, token)
         return tournaments_pb2.Assignment(
             tournament_id=tournament_id, player=name, round=a.round, status=a.status, match_id=a.match_id,
             seat=a.seat, seat_token=a.seat_token, players=list(a.players), starts_unix_ms=a.starts_unix_ms,

@@ -165,7 +165,6 @@ class NewPlayer:
     seed: int
     name: str
     token_sha256: bytes
-    seat_key: bytes
 
 
 def insert_tournament(engine: Engine, t: Tournament, players: Sequence[NewPlayer]) -> None:
@@ -174,13 +173,7 @@ def insert_tournament(engine: Engine, t: Tournament, players: Sequence[NewPlayer
         conn.execute(s.tournaments.insert().values(**row, created_unix_ms=now_ms()))
         conn.execute(
             s.tournament_players.insert(),
-            [
-                {
-                    "tournament_id": t.id, "seed": p.seed, "name": p.name, "token_sha256": p.token_sha256,
-                    "seat_key": p.seat_key,
-                }
-                for p in players
-            ],
+            [{"tournament_id": t.id, "seed": p.seed, "name": p.name, "token_sha256": p.token_sha256} for p in players],
         )
 
 
@@ -200,20 +193,20 @@ def load_tournament(engine: Engine, tournament_id: str) -> Tournament | None:
         return _tournament(conn, tournament_id)
 
 
-def seat_keys(engine: Engine, tournament_id: str) -> dict[str, bytes]:
+def token_hashes(engine: Engine, tournament_id: str) -> dict[str, bytes]:
+    """Each player's tournament-token hash: also the hash of their seat token at each of their tables."""
     p = s.tournament_players
     with reading(engine) as conn, conn.begin():
-        found = rows(conn, select(p.c.name, p.c.seat_key).where(p.c.tournament_id == tournament_id))
-    return {str(name): bytes(key) for name, key in found}
+        found = rows(conn, select(p.c.name, p.c.token_sha256).where(p.c.tournament_id == tournament_id))
+    return {str(name): bytes(digest) for name, digest in found}
 
 
-def player_by_token(engine: Engine, token_sha256: bytes) -> tuple[str, str, bytes] | None:
-    """(tournament id, player, seat key) of a player's tournament token."""
+def player_by_token(engine: Engine, token_sha256: bytes) -> tuple[str, str] | None:
+    """(tournament id, player) of a player's tournament token."""
     p = s.tournament_players
     with reading(engine) as conn, conn.begin():
-        query = select(p.c.tournament_id, p.c.name, p.c.seat_key).where(p.c.token_sha256 == token_sha256)
-        found = rows(conn, query)
-    return None if not found else (str(found[0][0]), str(found[0][1]), bytes(found[0][2]))
+        found = rows(conn, select(p.c.tournament_id, p.c.name).where(p.c.token_sha256 == token_sha256))
+    return None if not found else (str(found[0][0]), str(found[0][1]))
 
 
 @dataclass(frozen=True, slots=True)

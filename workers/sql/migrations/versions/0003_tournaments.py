@@ -50,7 +50,6 @@ def upgrade() -> None:
         sa.Column("seed", sa.Integer(), primary_key=True, autoincrement=False),
         sa.Column("name", sa.String(64), nullable=False),
         sa.Column("token_sha256", sa.LargeBinary(32), nullable=False),
-        sa.Column("seat_key", sa.LargeBinary(32), nullable=False),
         sa.ForeignKeyConstraint(["tournament_id"], ["tournaments.id"], name="fk_tournament_players_tournament"),
         sa.UniqueConstraint("tournament_id", "name", name="uq_tournament_players_name"),
         sa.UniqueConstraint("token_sha256", name="uq_tournament_players_token"),
