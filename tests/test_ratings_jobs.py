@@ -37,13 +37,18 @@ REDIS = os.environ.get("TABLEHALL_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def broker() -> Iterator[str]:
-    client = redis.Redis.from_url(REDIS)
+def emptied(url: str) -> Iterator[str]:
+    """A Redis database of the tests' own, empty before and after (a broker fixture's body)."""
+    client = redis.Redis.from_url(url)
     client.ping()  # .ci/run starts Redis when it is down
     client.flushdb()
-    yield REDIS
+    yield url
     client.flushdb()
+
+
+@pytest.fixture
+def broker() -> Iterator[str]:
+    yield from emptied(REDIS)
 
 
 def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:

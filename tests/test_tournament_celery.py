@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from gateway.server import start_gateway
 from gateway.tournaments.organizers import create_organizer
@@ -23,18 +22,14 @@ from ratings.settings import engine_for
 from tablehall.client import Client
 from tablehall.entrant import play_tournament
 from tests.storage_backends import postgres_database
-from tests.test_ratings_jobs import spawn, stop, wait_for
+from tests.test_ratings_jobs import emptied, spawn, stop, wait_for
 
 REDIS = os.environ.get("TABLEHALL_TEST_TOURNAMENT_REDIS_URL", "redis://127.0.0.1:6379/13")
 
 
 @pytest.fixture
 def broker() -> Iterator[str]:
-    client = redis.Redis.from_url(REDIS)
-    client.ping()  # .ci/run starts Redis when it is down
-    client.flushdb()
-    yield REDIS
-    client.flushdb()
+    yield from emptied(REDIS)
 
 
 def free_port() -> int:
