@@ -163,7 +163,7 @@ def cards(codes: Sequence[str]) -> str:
     return " ".join(card(c) for c in codes)
 
 
-def five_lines(view: View, names: Sequence[str], show_hand: bool = True) -> list[str]:
+def five_lines(view: View, names: Sequence[str], show_hand: bool = True, now: float | None = None) -> list[str]:
     me = view.get("seat")
     hand_no = len(view.get("hands", [])) + (view["phase"] not in ("deal", "over"))
     out = [f"501♠ — hand {hand_no}, dealer {seat_name(names, view['dealer'])}, {view['phase']}"]
@@ -194,6 +194,9 @@ def five_lines(view: View, names: Sequence[str], show_hand: bool = True) -> list
     if show_hand and me is not None and view["phase"] not in ("deal", "over"):
         hand = view.get("hand")
         out.append("Your cards: " + ("face down (blind)" if hand is None else cards(hand) or "—"))
+    running, deadline = view.get("clock_running"), view.get("deadline_ms")
+    if running is not None and deadline is not None and now is not None:
+        out.append(f"Time to decide: {seat_name(names, running)} {max(0.0, deadline - now) / 1000:.1f}s")
     return out
 
 
@@ -220,7 +223,7 @@ def five_label(action: Action, names: Sequence[str]) -> str:
 
 def view_lines(view: View, names: Sequence[str], now: float | None, show_hand: bool = True) -> list[str]:
     if view.get("game") == "501":
-        return five_lines(view, names, show_hand)
+        return five_lines(view, names, show_hand, now)
     return sb_lines(view, names, now, show_hand)
 
 

@@ -5,22 +5,30 @@
 // makes (a bid below the minimum, one card given to both opponents) and checks the page says why, checks
 // that a running clock counts down and that a hand-over screen shows no hand. It saves screenshots and
 // every response body the page received (for the byte-level leak check), and prints `RESULT {...}`.
+// In Spectacular Bid it takes every lead auction it is offered (bids rather than declines, raises once,
+// then accepts), so that the auction screen is played through the page; a match on one device keeps the
+// default 150 points (long enough for auctions), a shared device plays to 30.
 //
-//   node e2e/play.mjs URL OUT_DIR GAME [connect|grpc-web] [shared]     GAME: spectacular-bid or 501
+//   node e2e/play.mjs URL OUT_DIR GAME [connect|grpc-web] [shared|limit=SECONDS]
+//     GAME: spectacular-bid or 501; limit=SECONDS: 501♠ with that decision limit (the page counts it down)
 import { chromium } from "playwright-core";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const [url, out, game = "spectacular-bid", protocol = "connect", mode = ""] = process.argv.slice(2);
 if (!url || !out) {
-  console.error("usage: node e2e/play.mjs URL OUT_DIR [spectacular-bid|501] [connect|grpc-web] [shared]");
+  console.error("usage: node e2e/play.mjs URL OUT_DIR [spectacular-bid|501] [connect|grpc-web] [shared|limit=SECONDS]");
   process.exit(2);
 }
 const shared = mode === "shared";
+const limit = mode.startsWith("limit=") ? mode.slice("limit=".length) : "";
 const sb = game === "spectacular-bid";
 const name = `web-${sb ? "sb" : "501"}${shared ? "-shared" : ""}`;
 mkdirSync(out, { recursive: true });
-const PREFERENCE = ["ready", "reveal", "look", "play", "draw", "decline", "accept", "bid", "raise", "declare", "pass"];
+const PREFERENCE = sb
+  ? ["ready", "reveal", "bid", "raise", "accept", "decline", "play", "draw"] // any auction before anything else
+  : ["ready", "reveal", "look", "play", "draw", "bid", "declare", "pass"];
+const AUCTION = ["bid", "raise", "accept", "decline"];
 const STEP_MS = 20_000; // one move of the page, or of a bot, never takes this long
 
 const browser = await chromium.launch({
@@ -38,7 +46,19 @@ const browser = await chromium.launch({
 });
 const received = [];
 const pending = [];
-const seen = { moves: 0, refusals: [], mistakes: [], handovers: 0, handsOnHandover: 0, clockTicked: false, declared: 0, picture: false, arms: false };
+const seen = {
+  moves: 0,
+  refusals: [],
+  mistakes: [],
+  handovers: 0,
+  handsOnHandover: 0,
+  clockTicked: false,
+  countdown: null, // the page's own running clock: time left (ms) and text, then again a moment later
+  declared: 0,
+  picture: false,
+  arms: false,
+  auction: [], // the lead-auction actions clicked on the page (Spectacular Bid)
+};
 
 function record(response) {
   const path = new URL(response.url()).pathname;
@@ -95,13 +115,25 @@ async function move(page) {
   }
   const enabled = page.locator("button.action:not([disabled])");
   const choices = await enabled.evaluateAll((buttons) => buttons.map((b) => b.getAttribute("data-do")));
-  let kind = PREFERENCE.find((k) => choices.includes(k));
+  const raised = seen.auction.includes("raise"); // one raise a match, then accept: no bidding war
+  let kind = PREFERENCE.find((k) => choices.includes(k) && !(k === "raise" && raised));
   if (kind === "bid" && !sb && Number(await page.locator("input[name=amount]").getAttribute("min")) > 100) kind = "pass";
   if (!kind) return changed(page, seq, false); // not ours to move: wait for the stream
-  if (sb && !seen.clockTicked && (await page.locator(".clock.running").count())) {
-    const before = await page.locator(".clock.running").textContent();
-    await page.waitForFunction((b) => document.querySelector(".clock.running")?.textContent !== b, before, { timeout: STEP_MS });
-    seen.clockTicked = true; // the running clock counts down between two views of the page
+  const mine = page.locator("tr.me .clock.running");
+  if (!seen.clockTicked && kind !== "look" && (await mine.count())) {
+    // our decision runs: its clock (bank and delay, or 501♠'s limit) counts down between two views of the page
+    const first = { ms: Number(await mine.getAttribute("data-left-ms")), text: await mine.textContent() };
+    await page.waitForFunction(
+      (b) => {
+        const el = document.querySelector("tr.me .clock.running");
+        return !!el && Number(el.getAttribute("data-left-ms")) < b.ms && el.textContent !== b.text;
+      },
+      first,
+      { timeout: STEP_MS },
+    );
+    const then = { ms: Number(await mine.getAttribute("data-left-ms")), text: await mine.textContent() };
+    seen.countdown = [first, then];
+    seen.clockTicked = true;
   }
   if (kind === "bid" && !sb && !seen.mistakes.length) {
     const amount = page.locator("input[name=amount]");
@@ -130,6 +162,7 @@ async function move(page) {
   }
   seen.moves += 1;
   if (kind === "declare") seen.declared += 1;
+  if (sb && AUCTION.includes(kind)) seen.auction.push(kind);
   await changed(page, seq);
   if (await page.locator("[data-error]").count()) {
     seen.refusals.push(await page.locator("#error").textContent()); // a stale view: the stream brings the news
@@ -164,8 +197,9 @@ try {
   await page.selectOption("#create select[name=game]", game);
   await page.fill("#create input[name=name]", "Ana");
   await page.fill("#create input[name=others]", sb ? "Bot" : "Bot, Cat");
-  if (sb) await page.fill("#create input[name=points]", "30");
-  else await page.fill("#create input[name=score]", "120");
+  if (sb && shared) await page.fill("#create input[name=points]", "30");
+  if (!sb) await page.fill("#create input[name=score]", "120");
+  if (limit) await page.fill("#create input[name=limit]", limit);
   if (shared) await page.check("#create input[name=shared]");
   await page.click("#create button[type=submit]");
   await page.locator("[data-match]").waitFor({ timeout: STEP_MS });

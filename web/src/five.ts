@@ -1,7 +1,9 @@
 // 501♠ on screen: scores, the bidding, the talon and the contract, the trick on the table, one's own
 // cards (withheld while blind: F-4), and every legal action including the declare/give step.
-// Everything comes from the seat's view JSON (workers/games/five_oh_one/view.py).
+// Everything comes from the seat's view JSON (workers/games/five_oh_one/view.py). With a decision limit
+// the scoreboard counts the running decision down for whoever is to act.
 import type { Act, View } from "./api";
+import { decisionLeft, mmss } from "./clock";
 import { actionButton, h, seatName, type Send } from "./dom";
 
 const SUITS: Record<string, string> = { S: "♠", H: "♥", D: "♦", C: "♣", NT: "no-trump" };
@@ -23,7 +25,23 @@ export function card(code: string, extra = ""): HTMLElement {
   return h("span", { class: `card ${red ? "red" : ""} ${extra}`.trim(), "data-card": code }, cardText(code));
 }
 
+/** With a decision limit: the running decision's time left, as it reads now (called every tick, and on
+ * every view); the other seats show the limit each decision gets. */
+export function paintFiveClocks(root: ParentNode, view: View, now: number | null): void {
+  if (view.game !== "501" || typeof view.limit_ms !== "number") return;
+  const left = decisionLeft(view, now);
+  root.querySelectorAll<HTMLElement>("[data-clock]").forEach((el) => {
+    const running = left !== null && left.seat === Number(el.dataset.clock);
+    el.textContent = running ? `${mmss(left.ms)} ▶` : mmss(view.limit_ms);
+    el.classList.toggle("running", running);
+    el.classList.toggle("low", running && left.ms < Math.min(10_000, view.limit_ms / 3));
+    if (running) el.dataset.leftMs = String(Math.round(left.ms));
+    else delete el.dataset.leftMs;
+  });
+}
+
 function scoreboard(view: View, names: string[]): HTMLElement {
+  const timed = typeof view.limit_ms === "number";
   const won = (view.scores as number[]).map(() => 0);
   for (const t of view.tricks ?? []) won[t.winner] += 1;
   const rows = (view.scores as number[]).map((score, seat) => {
@@ -40,12 +58,17 @@ function scoreboard(view: View, names: string[]): HTMLElement {
       h("td", { "data-score": seat }, score),
       h("td", {}, `${view.hand_sizes[seat]} cards`),
       h("td", {}, `${won[seat]} tricks`),
+      timed ? h("td", { class: "clock", "data-clock": seat }, "") : null,
     );
   });
   return h(
     "table",
     { class: "scoreboard" },
-    h("thead", {}, h("tr", {}, h("th", {}, "Player"), h("th", {}, "Score"), h("th", {}, "Hand"), h("th", {}, "Won"))),
+    h(
+      "thead",
+      {},
+      h("tr", {}, h("th", {}, "Player"), h("th", {}, "Score"), h("th", {}, "Hand"), h("th", {}, "Won"), timed ? h("th", {}, "Time to decide") : null),
+    ),
     h("tbody", {}, rows),
   );
 }

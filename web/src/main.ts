@@ -5,8 +5,8 @@ import "./style.css";
 import { act, errorCode, explain, getView, matches, protocol, watch, type Act, type View } from "./api";
 import { MatchTime } from "./clock";
 import { h, seatName, type Send } from "./dom";
-import { renderFive } from "./five";
-import { paintClocks, renderSB } from "./sb";
+import { paintFiveClocks, renderFive } from "./five";
+import { paintClocks as paintSBClocks, renderSB } from "./sb";
 import { Code } from "@connectrpc/connect";
 
 interface Table {
@@ -33,6 +33,12 @@ function banner(text: string | null): void {
   else el.removeAttribute("data-error");
 }
 
+/** The clocks of either game as they read at match time `now` (each painter ignores the other game). */
+function paintClocks(root: ParentNode, view: View, now: number | null): void {
+  paintSBClocks(root, view, now);
+  paintFiveClocks(root, view, now);
+}
+
 // --- the lobby -----------------------------------------------------------------------------------
 
 function lobby(message?: string): void {
@@ -46,8 +52,9 @@ function lobby(message?: string): void {
   const points = h("input", { type: "number", name: "points", min: 5, step: 5, placeholder: "150" });
   const bank = h("input", { type: "number", name: "bank", min: 1, placeholder: "120" });
   const score = h("input", { type: "number", name: "score", min: 1, placeholder: "501" });
+  const limit = h("input", { type: "number", name: "limit", min: 1, placeholder: "off" });
   const sbOnly = h("div", { class: "sb-only" }, h("label", {}, "Start points ", points), h("label", {}, "Bank (s) ", bank), h("label", {}, shared, " One shared device (hand-over screens)"));
-  const fiveOnly = h("div", { class: "five-only", hidden: true }, h("label", {}, "Start score ", score));
+  const fiveOnly = h("div", { class: "five-only", hidden: true }, h("label", {}, "Start score ", score), h("label", {}, "Decision limit (s) ", limit));
   game.addEventListener("change", () => {
     const sb = game.value === "spectacular-bid";
     sbOnly.hidden = !sb;
@@ -62,6 +69,7 @@ function lobby(message?: string): void {
     if (sb && points.value) options.startPoints = Number(points.value);
     if (sb && bank.value) options.bankS = Number(bank.value);
     if (!sb && score.value) options.startScore = Number(score.value);
+    if (!sb && limit.value) options.decisionLimitS = Number(limit.value);
     try {
       const reply = await matches.createMatch({ game: game.value, players, options, sharedDevice: sb && shared.checked });
       const seats = reply.seats.map((s) => ({ seat: s.seat, player: s.player, token: s.token }));

@@ -2,7 +2,7 @@
 // every legal action, and the rounds so far. Everything shown comes from the seat's view JSON
 // (workers/games/spectacular_bid/view.py); the page never guesses a rule.
 import type { Act, View } from "./api";
-import { mmss, sbClocks } from "./clock";
+import { decisionLeft, mmss, sbClocks } from "./clock";
 import { actionButton, amountPicker, h, seatName, type Send } from "./dom";
 
 const PHASES: Record<string, string> = {
@@ -91,13 +91,16 @@ export function layoutView(layout: View): HTMLElement {
 /** Both clocks as they read now (called every tick, and on every view). */
 export function paintClocks(root: ParentNode, view: View, now: number | null): void {
   if (view.game !== "spectacular-bid") return;
+  const left = decisionLeft(view, now);
   sbClocks(view, now).forEach((c, seat) => {
-    const el = root.querySelector(`[data-clock="${seat}"]`);
+    const el = root.querySelector<HTMLElement>(`[data-clock="${seat}"]`);
     if (!el) return;
     const delay = c.delayMs !== null ? ` · delay ${(c.delayMs / 1000).toFixed(1)}s` : "";
     el.textContent = `${mmss(c.bankMs)}${delay}${c.running ? " ▶" : ""}`;
     el.classList.toggle("running", c.running);
     el.classList.toggle("low", c.bankMs < 15000);
+    if (left !== null && left.seat === seat) el.dataset.leftMs = String(Math.round(left.ms)); // delay + bank
+    else delete el.dataset.leftMs;
   });
 }
 

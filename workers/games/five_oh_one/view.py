@@ -1,14 +1,19 @@
 """What one seat, or a spectator, may see (DESIGN.md "Security"): never another hand, never the talon
-before it is exposed, never a blind player's own cards, never which card went face down to whom."""
+before it is exposed, never a blind player's own cards, never which card went face down to whom.
+
+With a decision limit the view also carries the running decision's timing, under the names the
+Spectacular Bid view uses (`clock_running`, `decision_since_ms`, `deadline_ms`, all match time), so a
+client counts either game's decision down the same way: `deadline_ms - now`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workers.games.engine import JSON, Seat
+from workers.games.engine import JSON, Millis, Seat
 from workers.games.five_oh_one.actions import MIN_BID, Bid, trump_code
 from workers.games.five_oh_one.cards import Card, codes, in_deck_order
 from workers.games.five_oh_one.legal import ContractChoices, legal_actions, lowest_bid
+from workers.games.five_oh_one.rules import next_deadline
 from workers.games.five_oh_one.state import (
     Bidding,
     Call,
@@ -49,6 +54,14 @@ class TableView:
     legal: tuple[dict[str, JSON], ...]
     results: tuple[HandResult, ...]
     winners: tuple[Seat, ...]
+    limit_ms: Millis | None
+    """The per-decision time limit (option `decision_limit_s`), None when there is none."""
+    clock_running: Seat | None
+    """Whose decision the limit is timing now; None without a limit, between hands, and once over."""
+    decision_since_ms: Millis | None
+    """When that decision began (match time); None when no decision is timed."""
+    deadline_ms: Millis | None
+    """The first instant at which that player has lost on time (`next_deadline`), None when none."""
     status: str = "in_progress"
     """in_progress, finished or voided (the same words as the record outcome)."""
     void_reason: str | None = None
@@ -81,6 +94,10 @@ class TableView:
             "legal": list(self.legal),
             "hands": [result.to_json() for result in self.results],
             "winners": list(self.winners),
+            "limit_ms": self.limit_ms,
+            "clock_running": self.clock_running,
+            "decision_since_ms": self.decision_since_ms,
+            "deadline_ms": self.deadline_ms,
             "status": self.status,
             "void_reason": self.void_reason,
         }
@@ -129,6 +146,8 @@ def view(state: State, seat: Seat | None) -> TableView:
     if ending is not None:
         turn = None
     legal = () if seat is None else _legal(state, seat)
+    clock = state.clock
+    running = clock.turn if clock is not None and ending is None else None
     return TableView(
         seat,
         phase,
@@ -152,6 +171,10 @@ def view(state: State, seat: Seat | None) -> TableView:
         legal,
         state.results,
         () if ending is None else ending.winners,
+        state.table.limit,
+        running,
+        None if clock is None or running is None else clock.since,
+        next_deadline(state),
         "in_progress" if ending is None else "voided" if ending.reason == "void" else "finished",
         ending.detail if ending is not None and ending.reason == "void" else None,
     )
