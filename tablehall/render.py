@@ -49,9 +49,9 @@ def seat_name(names: Sequence[str], seat: int | None) -> str:
 
 
 def _mmss(ms: float) -> str:
-    ms = max(0.0, ms)
-    minutes, seconds = divmod(ms / 1000, 60)
-    return f"{int(minutes)}:{seconds:04.1f}"
+    tenths = round(max(0.0, ms) / 100)  # round first, so 59.96 s reads 1:00.0, never 0:60.0
+    minutes, tenths = divmod(tenths, 600)
+    return f"{minutes}:{tenths / 10:04.1f}"
 
 
 # --- Spectacular Bid ---------------------------------------------------------------------------
