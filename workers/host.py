@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -88,18 +89,27 @@ class MatchHost:
         await self.storage.heartbeat(self.owner, now)
         outage = None if last_alive is None else now - last_alive
         recovered = voided = 0
-        for stored in await self.storage.unfinished(self.partitions):
-            game = game_named(stored.entry.game)
-            assert game is not None
-            epoch = self.epochs[stored.entry.partition]
-            actor = MatchActor.restore(stored, game, self.storage, epoch, **self._actor_kw())
-            self.actors[actor.match_id] = actor
-            recovered += 1
-            if stored.progress.clock_running and outage is not None and outage > self.tolerance_ms:
-                metrics.FAULTS.labels("worker_down").inc()
-                await actor.void("worker_down", Millis(now - actor.entry.created_unix_ms))
-                voided += 1
-            actor.arm()
+        # Recovery builds many long-lived objects at once; with the cyclic collector on, each burst of
+        # allocations rescans all of them (a third of the time for 10,000 matches). Nothing built here is
+        # cyclic garbage, so it runs without it; the collector is back on once recovery is done.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for stored in await self.storage.unfinished(self.partitions):
+                game = game_named(stored.entry.game)
+                assert game is not None
+                epoch = self.epochs[stored.entry.partition]
+                actor = MatchActor.restore(stored, game, self.storage, epoch, **self._actor_kw())
+                self.actors[actor.match_id] = actor
+                recovered += 1
+                if stored.progress.clock_running and outage is not None and outage > self.tolerance_ms:
+                    metrics.FAULTS.labels("worker_down").inc()
+                    await actor.void("worker_down", Millis(now - actor.entry.created_unix_ms))
+                    voided += 1
+                actor.arm()
+        finally:
+            if collecting:
+                gc.enable()
         self.beating = asyncio.create_task(self._beat())
         log.info(
             "%s owns %d partitions; recovered %d matches (%d voided: down %s ms)",

@@ -68,8 +68,9 @@ class Clock:
 
     def _charged(self, now: Millis) -> tuple[Millis, ...]:
         assert self.turn is not None
-        over = max(0, now - self.since - self.settings.delay)
-        seat = self.turn
-        return tuple(
-            Millis(max(0, bank - over)) if i == seat else bank for i, bank in enumerate(self.banks)
-        )
+        over = now - self.since - self.settings.delay
+        if over <= 0:
+            return self.banks
+        banks = list(self.banks)
+        banks[self.turn] = Millis(max(0, banks[self.turn] - over))
+        return tuple(banks)

@@ -128,4 +128,4 @@ workers = metadata.tables["workers"]
 
 def rows(conn: Connection, query: Executable) -> list[Any]:
     """The rows of a query, untyped (the columns' Python types are those of the tables above)."""
-    return list(conn.execute(query))
+    return list(conn.execute(query).all())  # one fetchall, not a fetch per row

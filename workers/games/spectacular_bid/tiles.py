@@ -30,6 +30,9 @@ class Tile:
     @staticmethod
     def parse(text: object) -> Tile:
         if isinstance(text, str):
+            known = _BY_NAME.get(text)  # every replayed step and deal parses tiles: one lookup
+            if known is not None:
+                return known
             a, sep, b = text.partition("-")
             if sep and a.isdigit() and b.isdigit() and len(a) == 1 and len(b) == 1:
                 x, y = int(a), int(b)
@@ -45,6 +48,7 @@ TILES: tuple[Tile, ...] = tuple(Tile(high, low) for high in range(6, -1, -1) for
 """The 28 tiles of the set, each one interned: the deck a host shuffles."""
 
 _BY_PIPS = {(t.high, t.low): t for t in TILES}
+_BY_NAME = {f"{a}-{b}": t for t in TILES for a, b in ((t.high, t.low), (t.low, t.high))}
 
 
 def tile(a: int, b: int) -> Tile:
