@@ -51,6 +51,18 @@ export function amountPicker(send: Send, kind: string, amounts: number[], label:
   return h("span", { class: "picker" }, select, button);
 }
 
+/** The seat's move: the game's controls, and resign apart from them where it is allowed. */
+export function movePanel(send: Send, legal: Act[], controls: HTMLElement[]): HTMLElement {
+  const resign = legal.find((a) => a.do === "resign");
+  return h(
+    "div",
+    { class: "actions" },
+    h("h3", {}, "Your move"),
+    h("div", { class: "controls" }, controls),
+    resign ? actionButton(send, resign, "Resign", "resign") : null,
+  );
+}
+
 export function seatName(names: string[], seat: number | null | undefined): string {
   if (seat === null || seat === undefined) return "nobody";
   return names[seat] ?? `Seat ${seat}`;

@@ -4,7 +4,7 @@
 // the scoreboard counts the running decision down for whoever is to act.
 import type { Act, View } from "./api";
 import { decisionLeft, mmss } from "./clock";
-import { actionButton, h, seatName, type Send } from "./dom";
+import { actionButton, h, movePanel, seatName, type Send } from "./dom";
 
 const SUITS: Record<string, string> = { S: "♠", H: "♥", D: "♦", C: "♣", NT: "no-trump" };
 const PHASES: Record<string, string> = {
@@ -155,14 +155,7 @@ function actions(view: View, names: string[], send: Send): HTMLElement | null {
       controls.push(h("span", { class: "picker" }, amount, bid, ` (${a.amount.min}–${a.amount.max})`));
     } else if (a.do === "declare") controls.push(declareForm(view, names, send, a));
   }
-  const resign = legal.find((a) => a.do === "resign");
-  return h(
-    "div",
-    { class: "actions" },
-    h("h3", {}, "Your move"),
-    h("div", { class: "controls" }, controls),
-    resign ? actionButton(send, resign, "Resign", "resign") : null,
-  );
+  return movePanel(send, legal, controls);
 }
 
 function results(view: View, names: string[]): HTMLElement | null {

@@ -3,7 +3,7 @@
 // (workers/games/spectacular_bid/view.py); the page never guesses a rule.
 import type { Act, View } from "./api";
 import { decisionLeft, mmss, sbClocks } from "./clock";
-import { actionButton, amountPicker, h, seatName, type Send } from "./dom";
+import { actionButton, amountPicker, h, movePanel, seatName, type Send } from "./dom";
 
 const PHASES: Record<string, string> = {
   deal: "Dealing",
@@ -163,14 +163,7 @@ function actions(view: View, send: Send): HTMLElement | null {
     const amounts = legal.filter((a) => a.do === kind).map((a) => Number(a.amount));
     if (amounts.length) controls.push(amountPicker(send, kind, amounts, kind === "bid" ? "Bid" : "Raise"));
   }
-  const resign = legal.find((a) => a.do === "resign");
-  return h(
-    "div",
-    { class: "actions" },
-    h("h3", {}, "Your move"),
-    h("div", { class: "controls" }, controls),
-    resign ? actionButton(send, resign, "Resign", "resign") : null,
-  );
+  return movePanel(send, legal, controls);
 }
 
 function pastRounds(view: View, names: string[]): HTMLElement | null {
