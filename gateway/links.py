@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any, Generic, TypeVar
 
 import grpc
 
@@ -17,6 +18,9 @@ from gateway.status import ERROR_CODE_KEY
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from workers.errors import Unavailable, error_for
 from workers.outbox import Outbox
+
+Item = TypeVar("Item")
+Batch = TypeVar("Batch")
 
 _BROKEN = (grpc.aio.AioRpcError, grpc.aio.UsageError, asyncio.InvalidStateError)
 
@@ -35,16 +39,59 @@ def _unreachable(error: BaseException) -> Exception:
     return Unavailable(f"the match's worker is unreachable ({type(error).__name__})")
 
 
-class CommandStream:
+class _Link(Generic[Item, Batch]):
+    """One stream to a worker: an outbox written in batches, and replies read and handed on. A broken
+    stream (or the gateway closing it) fails everything waiting on it."""
+
+    def __init__(self, call: Any) -> None:
+        self.call = call
+        self.broken = False
+        self.outbox: Outbox[Item] = Outbox()
+        self.tasks = [asyncio.create_task(self._write()), asyncio.create_task(self._read())]
+
+    def _message(self, items: list[Item]) -> Any:
+        raise NotImplementedError
+
+    def _deliver(self, batch: Batch) -> None:
+        raise NotImplementedError
+
+    def _fail(self, error: Exception) -> None:
+        raise NotImplementedError
+
+    async def _write(self) -> None:
+        try:
+            while items := await self.outbox.take():
+                await self.call.write(self._message(items))
+        except _BROKEN as error:
+            self._break(_unreachable(error))
+
+    async def _read(self) -> None:
+        try:
+            async for batch in self.call:
+                self._deliver(batch)
+            self._break(Unavailable("the match's worker closed its stream"))
+        except _BROKEN as error:
+            self._break(_unreachable(error))
+
+    def _break(self, error: Exception) -> None:
+        self.broken = True
+        self.outbox.close()
+        self._fail(error)
+
+    def close(self) -> None:
+        self._break(Unavailable("the gateway closed its stream to the worker"))
+        for task in self.tasks:
+            task.cancel()
+        self.call.cancel()
+
+
+class CommandStream(_Link[host_pb2.HostCommandRequest, host_pb2.HostCommandReplyBatch]):
     """Every command for one worker, matched to its reply by `ref`."""
 
     def __init__(self, stub: host_pb2_grpc.MatchHostStub) -> None:
-        self.call = stub.Commands()
         self.waiting: dict[int, asyncio.Future[matches_pb2.ActResponse]] = {}
         self.refs = 0
-        self.broken = False
-        self.outbox: Outbox[host_pb2.HostCommandRequest] = Outbox()
-        self.tasks = [asyncio.create_task(self._write()), asyncio.create_task(self._read())]
+        super().__init__(stub.Commands())
 
     async def send(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
         """Send `request` (this stream sets its `ref`) and wait for the worker's reply."""
@@ -57,54 +104,34 @@ class CommandStream:
         self.outbox.put(request)
         return await reply
 
-    async def _write(self) -> None:
-        try:
-            while commands := await self.outbox.take():
-                await self.call.write(host_pb2.HostCommandBatch(commands=commands))
-        except _BROKEN as error:
-            self._break(_unreachable(error))
+    def _message(self, items: list[host_pb2.HostCommandRequest]) -> host_pb2.HostCommandBatch:
+        return host_pb2.HostCommandBatch(commands=items)
 
-    async def _read(self) -> None:
-        try:
-            async for batch in self.call:
-                for message in batch.replies:
-                    reply = self.waiting.pop(message.ref, None)
-                    if reply is None or reply.done():
-                        continue
-                    if message.error_code:
-                        reply.set_exception(error_for(message.error_code, message.error_message))
-                    else:
-                        reply.set_result(message.reply)
-            self._break(Unavailable("the match's worker closed its command stream"))
-        except _BROKEN as error:
-            self._break(_unreachable(error))
+    def _deliver(self, batch: host_pb2.HostCommandReplyBatch) -> None:
+        for message in batch.replies:
+            reply = self.waiting.pop(message.ref, None)
+            if reply is None or reply.done():
+                continue
+            if message.error_code:
+                reply.set_exception(error_for(message.error_code, message.error_message))
+            else:
+                reply.set_result(message.reply)
 
-    def _break(self, error: Exception) -> None:
-        self.broken = True
-        self.outbox.close()
+    def _fail(self, error: Exception) -> None:
         for reply in self.waiting.values():
             if not reply.done():
                 reply.set_exception(error)
         self.waiting.clear()
 
-    def close(self) -> None:
-        self._break(Unavailable("the gateway closed its command stream"))
-        for task in self.tasks:
-            task.cancel()
-        self.call.cancel()
 
-
-class WatchFeed:
+class WatchFeed(_Link[host_pb2.FeedSubscribe | int, host_pb2.FeedBatch]):
     """Every watch this gateway holds on one worker. Each watch has its own queue here, so a slow
     client delays nobody else (a match's updates are few: the queue stays short)."""
 
     def __init__(self, stub: host_pb2_grpc.MatchHostStub) -> None:
-        self.call = stub.Feed()
         self.watching: dict[int, asyncio.Queue[host_pb2.FeedItem | Exception]] = {}
         self.ids = 0
-        self.broken = False
-        self.outbox: Outbox[host_pb2.FeedSubscribe | int] = Outbox()
-        self.tasks = [asyncio.create_task(self._write()), asyncio.create_task(self._read())]
+        super().__init__(stub.Feed())
 
     async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
         """The updates of one watch, as the worker's `Watch` would send them."""
@@ -133,34 +160,16 @@ class WatchFeed:
             if not ended and not self.broken:
                 self.outbox.put(number)  # the caller stopped listening: the worker can stop sending
 
-    async def _write(self) -> None:
-        try:
-            while requests := await self.outbox.take():
-                subscribe = [r for r in requests if isinstance(r, host_pb2.FeedSubscribe)]
-                cancel = [r for r in requests if isinstance(r, int)]
-                await self.call.write(host_pb2.FeedRequest(subscribe=subscribe, cancel=cancel))
-        except _BROKEN as error:
-            self._break(_unreachable(error))
+    def _message(self, items: list[host_pb2.FeedSubscribe | int]) -> host_pb2.FeedRequest:
+        subscribe = [r for r in items if isinstance(r, host_pb2.FeedSubscribe)]
+        return host_pb2.FeedRequest(subscribe=subscribe, cancel=[r for r in items if isinstance(r, int)])
 
-    async def _read(self) -> None:
-        try:
-            async for batch in self.call:
-                for item in batch.items:
-                    queue = self.watching.get(item.id)
-                    if queue is not None:
-                        queue.put_nowait(item)
-            self._break(Unavailable("the match's worker closed its feed"))
-        except _BROKEN as error:
-            self._break(_unreachable(error))
+    def _deliver(self, batch: host_pb2.FeedBatch) -> None:
+        for item in batch.items:
+            queue = self.watching.get(item.id)
+            if queue is not None:
+                queue.put_nowait(item)
 
-    def _break(self, error: Exception) -> None:
-        self.broken = True
-        self.outbox.close()
+    def _fail(self, error: Exception) -> None:
         for queue in self.watching.values():
             queue.put_nowait(error)
-
-    def close(self) -> None:
-        self._break(Unavailable("the gateway closed its feed"))
-        for task in self.tasks:
-            task.cancel()
-        self.call.cancel()

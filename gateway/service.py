@@ -29,21 +29,35 @@ Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 _MATCH_ID = re.compile(r"[0-9a-f]{16}")
 
 
+def new_token() -> str:
+    """A new seat or player token: 192 random bits, URL-safe, never starting with "-" (which a command
+    line would take for an option: `tablehall bot --token -x…`)."""
+    while (token := secrets.token_urlsafe(24)).startswith("-"):
+        pass
+    return token
+
+
 def token_sha256(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
-def bearer(context: Context, required: bool) -> bytes:
-    """The SHA-256 of the caller's bearer token; empty for a spectator where that is allowed."""
+def bearer_token(context: Context, required: bool) -> str:
+    """The caller's bearer token as sent (stripped); empty for a spectator where that is allowed."""
     for key, value in context.invocation_metadata() or ():
         if key == "authorization":
             scheme, _, token = str(value).partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
                 raise Unauthenticated("the authorization metadata must read 'Bearer <token>'")
-            return token_sha256(token.strip())
+            return token.strip()
     if required:
         raise Unauthenticated("this needs a seat token: send it as 'authorization: Bearer <token>'")
-    return b""
+    return ""
+
+
+def bearer(context: Context, required: bool) -> bytes:
+    """The SHA-256 of the caller's bearer token (all the workers ever see); empty for a spectator."""
+    token = bearer_token(context, required)
+    return token_sha256(token) if token else b""
 
 
 def checked_id(match_id: str) -> str:
@@ -73,7 +87,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         if request.shared_device:
             options["shared_device"] = True
         match_id = secrets.token_hex(8)
-        tokens = [secrets.token_urlsafe(24) for _ in request.players]
+        tokens = [new_token() for _ in request.players]
         await self.router.owner(match_id).create(
             host_pb2.HostCreateRequest(
                 match_id=match_id,

@@ -21,6 +21,9 @@ log = logging.getLogger("tablehall")
 
 ERROR_CODE_KEY = "tablehall-error"
 
+INTERNAL = "internal error: the service logged it"
+"""What a caller reads when something unexpected failed (the traceback stays in the service's log)."""
+
 STATUS: dict[str, grpc.StatusCode] = {
     "malformed_input": grpc.StatusCode.INVALID_ARGUMENT,
     "illegal_action": grpc.StatusCode.FAILED_PRECONDITION,
@@ -62,7 +65,7 @@ async def settle(error: Exception, context: grpc.aio.ServicerContext[Any, Any], 
     if isinstance(error, Known):
         await abort(context, error)
     log.exception("unexpected error in %s", where, exc_info=error)
-    await context.abort(grpc.StatusCode.INTERNAL, "internal error: the service logged it")
+    await context.abort(grpc.StatusCode.INTERNAL, INTERNAL)
     raise AssertionError("unreachable")  # context.abort raises
 
 

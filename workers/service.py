@@ -4,22 +4,47 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from typing import Any, TypeAlias
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
+from typing import Any, TypeAlias, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from gateway.status import Known, edge, edge_stream
+from gateway.status import INTERNAL, Known, edge, edge_stream
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from workers.host import MatchHost
 from workers.outbox import Outbox
 
 log = logging.getLogger("tablehall.worker")
 
-INTERNAL = "internal error: the service logged it"
-
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
+
+
+T = TypeVar("T")
+
+
+def _refusal(error: Exception, what: str) -> tuple[str, str]:
+    """An item of a multiplexed stream that failed, as (code, message): a known refusal as itself,
+    anything else logged here and INTERNAL to the caller (as `edge` does for a whole call)."""
+    if isinstance(error, Known):
+        return error.code, str(error)
+    log.error("unexpected error in %s", what, exc_info=error)
+    return "internal", INTERNAL
+
+
+async def _batches(
+    outbox: Outbox[T], reading: Coroutine[Any, Any, None], running: Callable[[], Iterable[asyncio.Task[None]]]
+) -> AsyncIterator[list[T]]:
+    """A multiplexed stream's replies, batch by batch, while `reading` takes its requests; when the stream
+    ends, the reader and every task still `running` for it are cancelled."""
+    reader = asyncio.create_task(reading)
+    try:
+        while batch := await outbox.take():
+            yield batch
+    finally:
+        reader.cancel()
+        for task in list(running()):
+            task.cancel()
 
 
 class MatchHostService(host_pb2_grpc.MatchHostServicer):
@@ -46,8 +71,9 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
         async def one(request: host_pb2.HostCommandRequest) -> None:
             try:
                 reply = host_pb2.HostCommandReply(ref=request.ref, reply=await self.host.command(request))
-            except Known as error:
-                reply = host_pb2.HostCommandReply(ref=request.ref, error_code=error.code, error_message=str(error))
+            except Exception as error:
+                code, message = _refusal(error, f"a command for match {request.match_id}")
+                reply = host_pb2.HostCommandReply(ref=request.ref, error_code=code, error_message=message)
             replies.put(reply)
 
         async def read() -> None:
@@ -59,14 +85,8 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
             await asyncio.gather(*running)
             replies.close()
 
-        reader = asyncio.create_task(read())
-        try:
-            while batch := await replies.take():
-                yield host_pb2.HostCommandReplyBatch(replies=batch)
-        finally:
-            reader.cancel()
-            for task in running:
-                task.cancel()
+        async for batch in _batches(replies, read(), lambda: running):
+            yield host_pb2.HostCommandReplyBatch(replies=batch)
 
     @edge_stream
     async def Feed(
@@ -81,11 +101,9 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
                 async for update in self.host.watch(watch):
                     items.put(host_pb2.FeedItem(id=number, update=update))
                 items.put(host_pb2.FeedItem(id=number, end=True))
-            except Known as error:
-                items.put(host_pb2.FeedItem(id=number, end=True, error_code=error.code, error_message=str(error)))
-            except Exception:
-                log.exception("unexpected error in a watch of match %s", watch.match_id)
-                items.put(host_pb2.FeedItem(id=number, end=True, error_code="internal", error_message=INTERNAL))
+            except Exception as error:
+                code, message = _refusal(error, f"a watch of match {watch.match_id}")
+                items.put(host_pb2.FeedItem(id=number, end=True, error_code=code, error_message=message))
             finally:
                 following.pop(number, None)
 
@@ -101,14 +119,8 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
                 task.cancel()  # the gateway is gone: so are its watches
             items.close()
 
-        reader = asyncio.create_task(read())
-        try:
-            while batch := await items.take():
-                yield host_pb2.FeedBatch(items=batch)
-        finally:
-            reader.cancel()
-            for task in list(following.values()):
-                task.cancel()
+        async for batch in _batches(items, read(), following.values):
+            yield host_pb2.FeedBatch(items=batch)
 
     @edge_stream
     async def Watch(self, request: host_pb2.HostWatchRequest, context: Context) -> AsyncIterator[matches_pb2.Update]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from gateway.service import new_token
 from gateway.tournaments import rounds, store, tables
 from gateway.tournaments.errors import BatchRejected, NotYours, RoundNotOver, TournamentOver
 from gateway.tournaments.organizers import Organizer
@@ -121,7 +122,7 @@ class Director:
         planned: list[PlannedTable] = []
         for players in seating:
             match_id = tables.new_match_id()
-            tokens = tuple(secrets.token_urlsafe(24) for _ in players)
+            tokens = tuple(new_token() for _ in players)
             created.append(CreatedTable(match_id, tuple(players), tokens))
             planned.append(PlannedTable(match_id, tuple(players), tuple(sha256(t) for t in tokens)))
         batch = store.Batch(secrets.token_hex(8), organizer.id, game.name, dict(options), origin, len(planned))
@@ -187,7 +188,7 @@ class Director:
             tournament_id, organizer.id, spec.name.strip(), game.name, spec.format, count, options, spec.voided,
             spec.manual, pause, self._origin(spec.start_unix_ms), "running", 0, spec.players,
         )
-        tokens = [secrets.token_urlsafe(24) for _ in spec.players]
+        tokens = [new_token() for _ in spec.players]
         players = [
             store.NewPlayer(seed, name, sha256(token))
             for seed, (name, token) in enumerate(zip(spec.players, tokens, strict=True), 1)

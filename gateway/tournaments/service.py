@@ -12,7 +12,7 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 from sqlalchemy import Engine
 
-from gateway.service import bearer, token_sha256
+from gateway.service import bearer, bearer_token, token_sha256
 from gateway.status import edge, edge_stream
 from gateway.tournaments import reports, store
 from gateway.tournaments.director import Director, TournamentSpec
@@ -27,15 +27,9 @@ Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
 
 def presented_token(context: Context) -> tuple[str, bytes]:
-    """The caller's bearer token as sent (stripped, as `bearer` hashes it) and its SHA-256."""
-    digest = bearer(context, required=True)
-    for key, value in context.invocation_metadata() or ():
-        if key == "authorization":
-            token = str(value).partition(" ")[2].strip()
-            if token_sha256(token) == digest:
-                return token, digest
-            break
-    raise Unauthenticated("the authorization metadata must read 'Bearer <token>'")
+    """The caller's bearer token as sent (stripped) and its SHA-256."""
+    token = bearer_token(context, required=True)
+    return token, token_sha256(token)
 
 
 def options_of(message: matches_pb2.Options) -> dict[str, Any]:
