@@ -188,7 +188,6 @@ async def same_match(calls: dict[str, Call], client: Client) -> None:
     rng = random.Random(10)
     names = list(calls)
     moves = 0
-    carried = dict.fromkeys(names, 0)
     while True:
         replies = await frozen()
         view0, view1 = (matches_pb2.Update.FromString(r) for r in replies[:2])
@@ -201,11 +200,11 @@ async def same_match(calls: dict[str, Call], client: Client) -> None:
             door = calls[names[moves % 3]]
             answer = await door("Act", act(match_id, action), tokens[seat])
             assert answer.status is None, f"{names[moves % 3]} refused the legal {action}: {answer}"
-            carried[names[moves % 3]] += 1
             moves += 1
             break
-    # the deal is the service's own draw, so the match's length varies: every door must have carried commands
-    assert all(carried.values()), carried
+    # the deal is the service's own draw, so the match's length varies; the doors take turns, so every door
+    # carried commands once there were as many as doors
+    assert moves >= len(names), moves
 
     # the finished match: the same record, and the same stream of updates from the start
     record = await same(calls, "GetRecord", matches_pb2.GetRecordRequest(match_id=match_id), None)
