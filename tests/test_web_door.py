@@ -197,9 +197,9 @@ async def same_match(calls: dict[str, Call], client: Client) -> None:
             action = choose(json.loads(update.view_json), rng, modest=True)
             if action is None:
                 continue
-            door = calls[names[moves % 3]]
-            answer = await door("Act", act(match_id, action), tokens[seat])
-            assert answer.status is None, f"{names[moves % 3]} refused the legal {action}: {answer}"
+            name = names[moves % len(names)]
+            answer = await calls[name]("Act", act(match_id, action), tokens[seat])
+            assert answer.status is None, f"{name} refused the legal {action}: {answer}"
             moves += 1
             break
     # the deal is the service's own draw, so the match's length varies; the doors take turns, so every door
