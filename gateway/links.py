@@ -2,8 +2,10 @@
 
 Each carries many matches at once, in batches (`workers.outbox`): a gRPC message costs both processes
 far more than the few bytes of a command, so under load one message carries many. A broken stream fails
-everything waiting on it with `Unavailable` (clients retry; watchers resume from their sequence number)
-and the next call opens a new one.
+everything waiting on it and the next call opens a new one. A command the stream never carried, or one a
+worker that ended its stream cleanly never read (it answers everything it read before it ends), fails
+with `NotDelivered`: nothing of it was done, so the router sends it again. One that may have reached a
+worker that vanished fails with `Unavailable`: the caller decides (its seat's view tells what happened).
 """
 
 from __future__ import annotations
@@ -14,10 +16,14 @@ from typing import Any, Generic, TypeVar
 
 import grpc
 
-from gateway.status import ERROR_CODE_KEY
+from gateway.status import ERROR_CODE_KEY, MOVED_TO_KEY
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from workers.errors import Unavailable, error_for
 from workers.outbox import Outbox
+
+
+class NotDelivered(Unavailable):
+    """The worker never read this request: it changed nothing, so it may be sent again (anywhere)."""
 
 Item = TypeVar("Item")
 Batch = TypeVar("Batch")
@@ -27,9 +33,9 @@ _BROKEN = (grpc.aio.AioRpcError, grpc.aio.UsageError, asyncio.InvalidStateError)
 
 def rebuilt(error: grpc.aio.AioRpcError) -> Exception:
     """A worker's refusal as its own error class; anything else: the worker is unreachable."""
-    for key, value in error.trailing_metadata() or ():
-        if key == ERROR_CODE_KEY:
-            return error_for(str(value), error.details() or "")
+    metadata = {key: str(value) for key, value in error.trailing_metadata() or ()}
+    if ERROR_CODE_KEY in metadata:
+        return error_for(metadata[ERROR_CODE_KEY], error.details() or "", metadata.get(MOVED_TO_KEY, ""))
     return Unavailable(f"the match's worker is unreachable ({error.code().name}: {error.details()})")
 
 
@@ -47,6 +53,8 @@ class _Link(Generic[Item, Batch]):
         self.call = call
         self.broken = False
         self.outbox: Outbox[Item] = Outbox()
+        self.written: list[Item] = []
+        """What the stream has carried (or was carrying when it broke)."""
         self.tasks = [asyncio.create_task(self._write()), asyncio.create_task(self._read())]
 
     def _message(self, items: list[Item]) -> Any:
@@ -55,28 +63,35 @@ class _Link(Generic[Item, Batch]):
     def _deliver(self, batch: Batch) -> None:
         raise NotImplementedError
 
-    def _fail(self, error: Exception) -> None:
+    def _fail(self, error: Exception, clean: bool) -> None:
         raise NotImplementedError
 
     async def _write(self) -> None:
         try:
+            await self.call.wait_for_connection()  # a worker that cannot be reached was carried nothing
             while items := await self.outbox.take():
+                self._carried(items)
                 await self.call.write(self._message(items))
         except _BROKEN as error:
             self._break(_unreachable(error))
+
+    def _carried(self, items: list[Item]) -> None:
+        """These items are on their way (a stream that breaks now may have delivered them)."""
 
     async def _read(self) -> None:
         try:
             async for batch in self.call:
                 self._deliver(batch)
-            self._break(Unavailable("the match's worker closed its stream"))
+            clean = await self.call.code() == grpc.StatusCode.OK
+            self._break(Unavailable("the match's worker closed its stream"), clean=clean)
         except _BROKEN as error:
             self._break(_unreachable(error))
 
-    def _break(self, error: Exception) -> None:
+    def _break(self, error: Exception, clean: bool = False) -> None:
+        """The stream is over. `clean`: the worker ended it after answering everything it had read."""
         self.broken = True
         self.outbox.close()
-        self._fail(error)
+        self._fail(error, clean)
 
     def close(self) -> None:
         self._break(Unavailable("the gateway closed its stream to the worker"))
@@ -90,13 +105,14 @@ class CommandStream(_Link[host_pb2.HostCommandRequest, host_pb2.HostCommandReply
 
     def __init__(self, stub: host_pb2_grpc.MatchHostStub) -> None:
         self.waiting: dict[int, asyncio.Future[matches_pb2.ActResponse]] = {}
+        self.carried: set[int] = set()
         self.refs = 0
         super().__init__(stub.Commands())
 
     async def send(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
         """Send `request` (this stream sets its `ref`) and wait for the worker's reply."""
         if self.broken:
-            raise Unavailable("the match's worker is unreachable (its command stream broke)")
+            raise NotDelivered("the match's worker is unreachable (its command stream broke)")
         self.refs += 1
         request.ref = self.refs
         reply: asyncio.Future[matches_pb2.ActResponse] = asyncio.get_running_loop().create_future()
@@ -107,19 +123,27 @@ class CommandStream(_Link[host_pb2.HostCommandRequest, host_pb2.HostCommandReply
     def _message(self, items: list[host_pb2.HostCommandRequest]) -> host_pb2.HostCommandBatch:
         return host_pb2.HostCommandBatch(commands=items)
 
+    def _carried(self, items: list[host_pb2.HostCommandRequest]) -> None:
+        self.carried.update(item.ref for item in items)
+
     def _deliver(self, batch: host_pb2.HostCommandReplyBatch) -> None:
         for message in batch.replies:
+            self.carried.discard(message.ref)
             reply = self.waiting.pop(message.ref, None)
             if reply is None or reply.done():
                 continue
             if message.error_code:
-                reply.set_exception(error_for(message.error_code, message.error_message))
+                reply.set_exception(error_for(message.error_code, message.error_message, message.moved_to))
             else:
                 reply.set_result(message.reply)
 
-    def _fail(self, error: Exception) -> None:
-        for reply in self.waiting.values():
-            if not reply.done():
+    def _fail(self, error: Exception, clean: bool) -> None:
+        for ref, reply in self.waiting.items():
+            if reply.done():
+                continue
+            if clean or ref not in self.carried:
+                reply.set_exception(NotDelivered(f"the match's worker did not take the command ({error})"))
+            else:
                 reply.set_exception(error)
         self.waiting.clear()
 
@@ -152,7 +176,7 @@ class WatchFeed(_Link[host_pb2.FeedSubscribe | int, host_pb2.FeedBatch]):
                 if item.end:
                     ended = True
                     if item.error_code:
-                        raise error_for(item.error_code, item.error_message)
+                        raise error_for(item.error_code, item.error_message, item.moved_to)
                     return
                 yield item.update
         finally:
@@ -170,6 +194,6 @@ class WatchFeed(_Link[host_pb2.FeedSubscribe | int, host_pb2.FeedBatch]):
             if queue is not None:
                 queue.put_nowait(item)
 
-    def _fail(self, error: Exception) -> None:
+    def _fail(self, error: Exception, clean: bool) -> None:
         for queue in self.watching.values():
             queue.put_nowait(error)

@@ -20,6 +20,8 @@ from workers.games.errors import RulesError
 log = logging.getLogger("tablehall")
 
 ERROR_CODE_KEY = "tablehall-error"
+MOVED_TO_KEY = "tablehall-moved-to"
+"""Internal calls: with `wrong_owner`, where the match's partition went (the router sends it there)."""
 
 INTERNAL = "internal error: the service logged it"
 """What a caller reads when something unexpected failed (the traceback stays in the service's log)."""
@@ -52,7 +54,10 @@ R = TypeVar("R")
 
 async def abort(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -> NoReturn:
     code = getattr(error, "code", "internal")
-    await context.abort(STATUS.get(code, grpc.StatusCode.INTERNAL), str(error), ((ERROR_CODE_KEY, code),))
+    metadata: tuple[tuple[str, str], ...] = ((ERROR_CODE_KEY, code),)
+    if moved_to := getattr(error, "moved_to", ""):
+        metadata += ((MOVED_TO_KEY, moved_to),)
+    await context.abort(STATUS.get(code, grpc.StatusCode.INTERNAL), str(error), metadata)
     raise AssertionError("unreachable")  # context.abort raises
 
 

@@ -2,20 +2,33 @@
 
 A worker client takes and returns the internal API's messages (host.proto). `MatchHost` itself is the
 in-process client; `GrpcWorker` reaches a worker process and turns its errors back into error classes.
+`Router.owner(match_id)` gives a client for the match's partition that finds its current worker for every
+call and holds the call while the partition is between workers (a hand-off, a takeover): a refusal that
+says nothing was done (`wrong_owner`, a request never delivered) is sent again, to where the partition
+went, until `hold_s` has passed; a watch that loses its worker resumes on the next one after the last
+update it delivered. The caller sees a pause, not an error.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import Protocol, TypeVar
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Protocol, TypeVar, cast
 
 import grpc
 
-from gateway.links import CommandStream, WatchFeed, rebuilt
+from gateway.links import CommandStream, NotDelivered, WatchFeed, rebuilt
+from gateway.routes import LeasedRoutes, Routes, StaticRoutes
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
-from workers.partitions import owner_of
+from workers.errors import NotOwner, Unavailable
+from workers.partitions import partition_of
+from workers.settings import MEMORY, Topology, lease_ms
 
 T = TypeVar("T")
+
+HOLD_S = 5.0
+"""How long a call waits for its partition to be served again before the caller hears UNAVAILABLE."""
 
 
 class WorkerClient(Protocol):
@@ -97,10 +110,207 @@ class GrpcWorker:
 
 
 class Router:
-    """Routes by match id: the same partition map as the workers (workers/partitions.py)."""
+    """Routes by match id to the worker serving its partition (workers/partitions.py), holding calls
+    while the partition has none. `Router([clients])`: static, partition p on client p mod N."""
 
-    def __init__(self, workers: Sequence[WorkerClient]) -> None:
-        self.workers = list(workers)
+    def __init__(self, routes: Routes | Sequence[WorkerClient], hold_s: float = HOLD_S) -> None:
+        self.routes: Routes = StaticRoutes(routes) if isinstance(routes, Sequence) else routes
+        self.hold_s = hold_s
 
-    def owner(self, match_id: str) -> WorkerClient:
-        return self.workers[owner_of(match_id, len(self.workers))]
+    def owner(self, match_id: str) -> Routed:
+        return Routed(self, partition_of(match_id))
+
+    def current(self, match_id: str) -> WorkerClient | None:
+        """The client serving the match right now, without waiting (to group a batch by worker)."""
+        return cast(WorkerClient | None, self.routes.client(partition_of(match_id)))
+
+    async def call(self, partition: int, call: Callable[[WorkerClient], Awaitable[T]], *, again: bool) -> T:
+        """`call` on the partition's worker, sent again while the refusal says nothing was done (and, when
+        `again`, after any unavailability: the call is a read or idempotent)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.hold_s
+        pause = 0.005
+        while True:
+            client = cast(WorkerClient | None, self.routes.client(partition))
+            if client is not None:
+                try:
+                    return await call(client)
+                except NotOwner as error:
+                    if not self.routes.moving:
+                        raise  # static partitions: nobody else has it
+                    if error.moved_to:
+                        self.routes.moved(partition, error.moved_to)
+                        if loop.time() < deadline:
+                            continue  # straight to where it went
+                    last: Exception = error
+                except NotDelivered as error:
+                    last = error
+                except Unavailable as error:
+                    if not again:
+                        raise
+                    last = error
+            else:
+                last = Unavailable(f"no worker serves this match's partition ({partition}) right now")
+            left = deadline - loop.time()
+            if left <= 0:
+                raise Unavailable(f"the match's worker is unavailable ({last}); try again") from None
+            await self.routes.changed(min(pause, left))
+            pause = min(pause * 2, 0.1)
+
+
+    async def each_worker(
+        self, match_ids: Sequence[str], call: Callable[[WorkerClient, list[str]], Awaitable[T]]
+    ) -> list[T]:
+        """`call` once per worker with the match ids it serves, workers in parallel. Ids whose worker
+        refused them as not its own, or could not be reached, are grouped again and sent again while the
+        hold lasts: `call` must be idempotent (creating, starting, cancelling tables is, per match id)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.hold_s
+        pending, results, pause = list(match_ids), [], 0.005
+        while pending:
+            groups: dict[int, tuple[WorkerClient, list[str]]] = {}
+            waiting = []
+            for match_id in pending:
+                client = self.current(match_id)
+                if client is None:
+                    waiting.append(match_id)
+                else:
+                    groups.setdefault(id(client), (client, []))[1].append(match_id)
+            shares = list(groups.values())
+            outcomes = await asyncio.gather(*(call(c, ids) for c, ids in shares), return_exceptions=True)
+            pending = waiting
+            for (_, ids), outcome in zip(shares, outcomes, strict=True):
+                if isinstance(outcome, Unavailable | NotOwner):
+                    pending += ids
+                elif isinstance(outcome, BaseException):
+                    raise outcome
+                else:
+                    results.append(outcome)
+            if pending:
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise Unavailable(f"{len(pending)} matches have no reachable worker now; try again")
+                await self.routes.changed(min(pause, left))
+                pause = min(pause * 2, 0.1)
+        return results
+
+
+    def hinted(self, partition: int, error: Exception) -> bool:
+        """A watch lost its worker: resume (after noting where the partition went), or give up?"""
+        if isinstance(error, NotOwner):
+            if not self.routes.moving:
+                return False
+            if error.moved_to:
+                self.routes.moved(partition, error.moved_to)
+        return True
+
+
+class Routed:
+    """A worker client for one partition, through the router (see the module's docstring)."""
+
+    def __init__(self, router: Router, partition: int) -> None:
+        self.router = router
+        self.partition = partition
+
+    async def _call(self, call: Callable[[WorkerClient], Awaitable[T]], again: bool = True) -> T:
+        return await self.router.call(self.partition, call, again=again)
+
+    async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse:
+        return await self._call(lambda c: c.create(request))  # idempotent per match id
+
+    async def command(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
+        return await self._call(lambda c: c.command(request), again=False)
+
+    async def view(self, request: host_pb2.HostViewRequest) -> matches_pb2.Update:
+        return await self._call(lambda c: c.view(request))
+
+    async def record(self, request: host_pb2.HostRecordRequest) -> matches_pb2.Record:
+        return await self._call(lambda c: c.record(request))
+
+    async def create_tables(self, request: host_pb2.HostCreateTablesRequest) -> host_pb2.HostTablesResponse:
+        return await self._call(lambda c: c.create_tables(request))
+
+    async def start_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
+        return await self._call(lambda c: c.start_tables(request))
+
+    async def cancel_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
+        return await self._call(lambda c: c.cancel_tables(request))
+
+    async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
+        """The updates after `request.after_seq`; if the match's worker goes away (a hand-off, a crash)
+        the watch goes on at the next one from the last update delivered, without gap or repeat."""
+        after = request.after_seq
+        while True:
+            resumed = host_pb2.HostWatchRequest(
+                match_id=request.match_id, token_sha256=request.token_sha256, after_seq=after
+            )
+            updates, first = await self._call(_opening(resumed))
+            if first is None:
+                return
+            try:
+                yield first
+                after = first.seq
+                async for update in updates:
+                    yield update
+                    after = update.seq
+                return
+            except (NotOwner, Unavailable) as error:
+                if not self.router.hinted(self.partition, error):  # its worker went away: go on at the next one
+                    raise
+            finally:
+                await _closed(updates)
+
+
+def _opening(
+    request: host_pb2.HostWatchRequest,
+) -> Callable[[WorkerClient], Awaitable[tuple[AsyncIterator[matches_pb2.Update], matches_pb2.Update | None]]]:
+    return lambda client: _opened(client.watch(request))
+
+
+async def _opened(updates: AsyncIterator[T]) -> tuple[AsyncIterator[T], T | None]:
+    """Open a watch and read its first update, so that a refusal to subscribe is the call's refusal."""
+    try:
+        return updates, await anext(updates, None)
+    except BaseException:
+        await _closed(updates)
+        raise
+
+
+async def _closed(updates: AsyncIterator[Any]) -> None:
+    close = getattr(updates, "aclose", None)
+    if close is not None:
+        await close()
+
+
+class NoLeases(Exception):
+    """The lease table cannot be read (no database, an unreachable one): no route to any worker."""
+
+
+@contextlib.asynccontextmanager
+async def router_for(topology: Topology, url: str, *, probe: bool = True) -> AsyncIterator[Router]:
+    """The router of a process that reaches worker processes: static routes to `topology.workers`
+    addresses (the static mode), else the routes of the lease table in the database at `url` (`probe`:
+    health-check the workers and mark unreachable ones down, as a gateway does)."""
+    if topology.workers >= 1:
+        clients = [GrpcWorker(topology.worker_address(k)) for k in range(topology.workers)]
+        try:
+            yield Router(clients)
+        finally:
+            for client in clients:
+                await client.close()
+        return
+    from workers.sql.leases import Board
+
+    if url == MEMORY:
+        raise NoLeases("the workers' leases need a database (TABLEHALL_DATABASE_URL), or static routes (--workers N)")
+    board = Board(url)
+    try:
+        routes = await LeasedRoutes(board, lease_ms(), GrpcWorker, probe=probe).start()
+    except Exception as error:
+        await board.close()
+        raise NoLeases(f"cannot read the lease table at {url} ({type(error).__name__}: {error})") from None
+    try:
+        yield Router(routes)
+    finally:
+        await routes.close()
+        await board.close()

@@ -26,7 +26,7 @@ from celery import Celery, signals
 from sqlalchemy.exc import OperationalError
 
 from ratings import rating, settings
-from ratings.owners import over_grpc
+from ratings.owners import over_grpc, over_leases
 from ratings.sweep import sweep_once
 from workers import metrics
 from workers.settings import Topology
@@ -69,13 +69,10 @@ def rate(match_id: str) -> str:
 @app.task(name="ratings.sweep")  # type: ignore[untyped-decorator]
 def sweep() -> dict[str, object]:
     topology = Topology.from_env()
-    if topology.workers < 1:
-        # an in-process worker (tablehall serve) has no internal address: serve sweeps by itself
-        log.warning("TABLEHALL_WORKERS is 0: nothing to sweep from here (tablehall serve sweeps in process)")
-        return {}
 
     async def run() -> dict[str, object]:
-        async with over_grpc(topology) as settle:
+        owners = over_grpc(topology) if topology.workers >= 1 else over_leases(database_url())
+        async with owners as settle:
             report = await sweep_once(settings.engine_for(database_url()), settle)
         return report.to_json()
 

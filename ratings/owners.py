@@ -1,8 +1,10 @@
-"""How a sweep reaches a match's owner: over gRPC (worker processes) or in process (`tablehall serve`)."""
+"""How a sweep reaches a match's owner: over gRPC to the worker holding its partition's lease (or, in the
+static mode, worker p mod N), or in process (`tablehall serve`)."""
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator, Sequence
 
 import grpc
@@ -11,7 +13,8 @@ from protos.tablehall.v1 import host_pb2, host_pb2_grpc
 from ratings.sweep import Due, Settle
 from workers.host import MatchHost
 from workers.partitions import owner_of
-from workers.settings import Topology
+from workers.settings import Topology, lease_ms
+from workers.sql.leases import Board
 
 SETTLE_TIMEOUT_S = 3.0
 
@@ -45,6 +48,38 @@ async def over_grpc(topology: Topology) -> AsyncIterator[Settle]:
     finally:
         for channel in channels.values():
             await channel.close()
+
+
+@contextlib.asynccontextmanager
+async def over_leases(url: str) -> AsyncIterator[Settle]:
+    """Settle through the worker whose lease holds the match's partition now; none (its worker is down,
+    the partition between workers): unreachable. A holder without an address is an in-process worker
+    (`tablehall serve`), which sweeps its own matches: left to it."""
+    board = Board(url)
+    channels: dict[str, grpc.aio.Channel] = {}
+
+    async def settle(item: Due) -> bool:
+        table = await board.leases()
+        holder = table.holder(item.partition, time.time_ns() // 1_000_000, lease_ms())
+        if holder is None:
+            return False
+        if not holder.address:
+            return True
+        channel = channels.get(holder.address)
+        if channel is None:
+            channel = channels[holder.address] = grpc.aio.insecure_channel(holder.address)
+        try:
+            await host_pb2_grpc.MatchSweepsStub(channel).Settle(_request(item), timeout=SETTLE_TIMEOUT_S)
+        except grpc.aio.AioRpcError:
+            return False
+        return True
+
+    try:
+        yield settle
+    finally:
+        for channel in channels.values():
+            await channel.close()
+        await board.close()
 
 
 def in_process(hosts: Sequence[MatchHost]) -> Settle:

@@ -2,8 +2,9 @@
 ends, and beat runs `tournaments.advance` every sweep period (the catch-all: lost tasks, batches left
 half-created, rounds of tournaments whose tables ended while nobody listened).
 
-Both run the gateway's director (gateway/tournaments/director.py) against the workers over gRPC
-(`TABLEHALL_WORKERS`, `TABLEHALL_WORKER_ADDRESS`) and the database of `TABLEHALL_DATABASE_URL`. Running a
+Both run the gateway's director (gateway/tournaments/director.py) against the workers over gRPC (found in
+the lease table, or the static `TABLEHALL_WORKERS` at `TABLEHALL_WORKER_ADDRESS`) and the database of
+`TABLEHALL_DATABASE_URL`. Running a
 task twice, or beside another director, is harmless: the database lets one writer plan a round.
 """
 
@@ -14,7 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from gateway.tournaments.director import Director
-from gateway.workers import GrpcWorker, Router
+from gateway.workers import router_for
 from ratings import settings
 from ratings.celery import app
 from workers.settings import Topology
@@ -24,18 +25,11 @@ log = logging.getLogger("tablehall.tournaments")
 
 
 def _with_director(work: Callable[[Director], Awaitable[None]]) -> bool:
-    topology = Topology.from_env()
-    if topology.workers < 1:
-        log.warning("TABLEHALL_WORKERS is 0: tournaments move on inside tablehall serve, not here")
-        return False
+    """Run `work` with a director reaching the workers (static addresses, or by the lease table)."""
 
     async def run() -> None:
-        clients = [GrpcWorker(topology.worker_address(k)) for k in range(topology.workers)]
-        try:
-            await work(Director(settings.engine_for(database_url()), Router(clients)))
-        finally:
-            for client in clients:
-                await client.close()
+        async with router_for(Topology.from_env(), database_url(), probe=False) as router:
+            await work(Director(settings.engine_for(database_url()), router))
 
     asyncio.run(run())
     return True

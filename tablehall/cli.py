@@ -83,22 +83,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving.add_argument("--web-port", default=None, help=WEB_HELP.format(default="8080, or a free one with --port 0"))
     serving.add_argument("--cors-origins", default=None, help=CORS_HELP)
 
-    front = commands.add_parser("gateway", help="the gateway alone, routing to worker processes")
+    front = commands.add_parser("gateway", help="the gateway alone, routing to the worker processes")
     front.add_argument("--host", default=None)
     front.add_argument("--port", type=int, default=None)
-    front.add_argument("--workers", type=int, default=None, help="how many workers (TABLEHALL_WORKERS)")
+    front.add_argument("--database-url", default=None, help="where the workers' leases are (TABLEHALL_DATABASE_URL)")
     front.add_argument(
-        "--worker-address", default=None, help="template with {ordinal}/{port} (TABLEHALL_WORKER_ADDRESS)"
+        "--workers", type=int, default=None, help="static mode: N workers p mod N (TABLEHALL_WORKERS; default: leases)"
+    )
+    front.add_argument(
+        "--worker-address", default=None, help="static mode: template with {ordinal}/{port} (TABLEHALL_WORKER_ADDRESS)"
     )
     front.add_argument("--metrics-port", type=int, default=None, help=METRICS_HELP)
     front.add_argument("--web-port", default=None, help=WEB_HELP.format(default="off"))
     front.add_argument("--cors-origins", default=None, help=CORS_HELP)
 
-    worker = commands.add_parser("worker", help="a match worker owning the partitions p with p mod N = K")
-    worker.add_argument("--ordinal", type=int, required=True)
-    worker.add_argument("--workers", type=int, default=None)
+    worker = commands.add_parser(
+        "worker", help="a match worker: takes an even share of the partitions by leases ('worker drain ADDRESS')"
+    )
+    worker_actions = worker.add_subparsers(dest="action")
+    drain = worker_actions.add_parser("drain", help="ask a running worker to hand its partitions over and stop")
+    drain.add_argument("address", help="the worker's address (host:port, as its 'serving on' line says)")
+    worker.add_argument("--ordinal", type=int, default=None, help="static mode: serve the partitions p mod N = K")
+    worker.add_argument("--workers", type=int, default=None, help="static mode: N (TABLEHALL_WORKERS)")
     worker.add_argument("--host", default="127.0.0.1")
-    worker.add_argument("--port", type=int, default=None, help="default: TABLEHALL_WORKER_BASE_PORT + ordinal")
+    worker.add_argument(
+        "--port", type=int, default=None,
+        help="default: TABLEHALL_WORKER_PORT, else a free port (static mode: TABLEHALL_WORKER_BASE_PORT + K)",
+    )
+    worker.add_argument(
+        "--advertise", default=None,
+        help="the address others dial to reach it (TABLEHALL_WORKER_ADVERTISE; default: host:port)",
+    )
     worker.add_argument("--database-url", default=None, help="memory, or a URL (TABLEHALL_DATABASE_URL)")
     worker.add_argument("--metrics-port", type=int, default=None, help=METRICS_HELP)
 
@@ -162,19 +177,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             web = WebSettings.of(args.web_port, args.cors_origins, None)
             asyncio.run(
                 run_gateway(
-                    *settings(args.host, args.port), args.workers, args.worker_address, args.metrics_port, web
+                    *settings(args.host, args.port), args.workers, args.worker_address, args.metrics_port, web,
+                    args.database_url,
                 )
             )
             return 0
+        if args.command == "worker" and args.action == "drain":
+            from tablehall.serve import drain_worker
+
+            return drain_worker(args.address)
         if args.command == "worker":
             import asyncio
 
             from tablehall.serve import run_worker
 
-            asyncio.run(
-                run_worker(args.ordinal, args.workers, args.host, args.port, args.database_url, args.metrics_port)
+            return asyncio.run(
+                run_worker(
+                    args.ordinal, args.workers, args.host, args.port, args.database_url, args.metrics_port,
+                    args.advertise,
+                )
             )
-            return 0
         if args.command == "dev-cluster":
             from tablehall.devcluster import run_dev_cluster
 

@@ -10,6 +10,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from tests.test_durability_timer import Clock, fire_at, running
+from workers.errors import Unavailable
 from workers.host import MatchHost
 from workers.storage import LogEntry, MemoryStorage, Progress
 
@@ -105,7 +106,7 @@ def test_a_failed_append_counts_a_storage_error() -> None:
     commits = sample("tablehall_event_log_commit_seconds_count")
 
     async def body() -> None:
-        with pytest.raises(OSError):
+        with pytest.raises(Unavailable, match="could not be stored; send it again"):
             await running(FailingStorage(), Clock())
 
     asyncio.run(asyncio.wait_for(body(), 20))

@@ -1,6 +1,11 @@
 """One match, one actor: its commands run one at a time, its deadline timer fires through the engine,
 and every change is written to the log before anyone hears of it, then published as a numbered
-snapshot that each watcher turns into its own view."""
+snapshot that each watcher turns into its own view.
+
+Every change runs in the actor's mailbox (`workers.mailbox`), never in its caller's task, so a caller
+that goes away mid-commit cannot leave the log ahead of memory. Should they disagree anyway (a commit
+whose answer was lost), the actor catches up from its log before its next change.
+"""
 
 from __future__ import annotations
 
@@ -10,27 +15,31 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from protos.tablehall.v1 import matches_pb2
 from workers import metrics
 from workers.commitments import Commitment
-from workers.errors import NotFinished, NotStarted, NotYourSeat, Unauthenticated, Unavailable
+from workers.errors import NotFinished, NotOwner, NotStarted, NotYourSeat, Unauthenticated, Unavailable
 from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.errors import MalformedAction
 from workers.games.records import Match
+from workers.mailbox import Mailbox
 from workers.replay_log import Position, changes, fresh
 from workers.shuffle import shuffled
 from workers.storage import FencedOut, LogEntry, MatchEntry, Progress, Snapshot, Storage, Stored
 
 log = logging.getLogger("tablehall.worker")
+T = TypeVar("T")
 
 Pending = tuple[str, Seat | None, dict[str, JSON], Millis]
 """A step to log: kind, seat, action, time."""
 SNAPSHOT_EVERY = 64
 """Changes between snapshots: recovery replays at most this many steps per match."""
+RETRY_S = 0.2
+"""A deadline the storage could not settle is tried again after this long."""
 
 
 def unix_ms() -> int:
@@ -67,7 +76,9 @@ class MatchActor:
         self.snapshots: list[Match] = [position.match] if position.change else []
         self.first_seq = max(1, position.change)
         self.views: dict[tuple[int, Seat | None], str] = {}
-        self.lock = asyncio.Lock()
+        self.mailbox = Mailbox()
+        self.stale = False
+        """The log may hold changes memory lacks (a write whose outcome is unknown): catch up first."""
         self.watchers: set[asyncio.Event] = set()
         self.timer: asyncio.TimerHandle | None = None
         self.firing: set[asyncio.Task[None]] = set()
@@ -127,16 +138,18 @@ class MatchActor:
         """Deal the first hand at match time 0. A match's time counts from its deal, so an early start
         (the organizer's "start now", `origin_unix_ms`) or one found late by more than the tolerance (the
         worker was down at the start) first moves the origin to now. False if it had started already."""
-        async with self.lock:
-            if self.seq > 0 or self.closed:
-                return False
-            now = self.clock()
-            if origin_unix_ms is not None or now - self.entry.created_unix_ms > self.tolerance_ms:
-                origin = now if origin_unix_ms is None else origin_unix_ms
-                await self.storage.reschedule(self.match_id, self.entry.partition, self.epoch, origin)
-                self.entry = dataclasses.replace(self.entry, created_unix_ms=origin)
-            await self._commit(self.match, [], Millis(0))
-            return True
+        return await self._serially(lambda: self._start(origin_unix_ms))
+
+    async def _start(self, origin_unix_ms: int | None) -> bool:
+        if self.seq > 0 or self.closed:
+            return False
+        now = self.clock()
+        if origin_unix_ms is not None or now - self.entry.created_unix_ms > self.tolerance_ms:
+            origin = now if origin_unix_ms is None else origin_unix_ms
+            await self.storage.reschedule(self.match_id, self.entry.partition, self.epoch, origin)
+            self.entry = dataclasses.replace(self.entry, created_unix_ms=origin)
+        await self._commit(self.match, [], Millis(0))
+        return True
 
     def not_started(self) -> str:
         starts = self.entry.created_unix_ms
@@ -160,25 +173,44 @@ class MatchActor:
         if claimed is not None and claimed != seat:
             raise NotYourSeat(f"this token acts for seat {seat}, not seat {claimed}")
         parsed = self.game.parse_action(action)
-        async with self.lock:
-            if self.seq == 0:
-                raise NotStarted(self.not_started())
-            # a command stamped before the last change is counted at that change (one actor, in order)
-            now = Millis(max(self.match.now, arrival_unix_ms - self.entry.created_unix_ms))
-            match, _ = self.match.apply(seat, parsed, now)
-            change = self.seq + 1
-            await self._commit(match, [("command", seat, action, now)], now)
-            return change, self.view_json(seat, change)
+        return await self._serially(lambda: self._command(seat, parsed, action, arrival_unix_ms))
+
+    async def _command(
+        self, seat: Seat, parsed: Any, action: dict[str, JSON], arrival_unix_ms: int
+    ) -> tuple[int, str]:
+        if self.closed:  # its partition left this worker after the command was queued: nothing was done
+            raise NotOwner(f"this worker no longer serves match {self.match_id}")
+        if self.seq == 0:
+            raise NotStarted(self.not_started())
+        # a command stamped before the last change is counted at that change (one actor, in order)
+        now = Millis(max(self.match.now, arrival_unix_ms - self.entry.created_unix_ms))
+        match, _ = self.match.apply(seat, parsed, now)
+        change = self.seq + 1
+        await self._commit(match, [("command", seat, action, now)], now)
+        return change, self.view_json(seat, change)
 
     async def void(self, reason: str, at_ms: Millis) -> None:
         """SB-11: a proven service fault ends the match with no result, the reason in the log."""
-        async with self.lock:
-            if self.match.over:
-                return
-            now = Millis(max(self.match.now, at_ms))
-            match, _ = self.match.void(reason, now)
-            await self._commit(match, [("void", None, {"reason": reason}, now)], now)
-            log.warning("match %s voided: %s", self.match_id, reason)
+        await self._serially(lambda: self._void(reason, at_ms))
+
+    async def _void(self, reason: str, at_ms: Millis) -> None:
+        if self.match.over or self.closed:
+            return
+        now = Millis(max(self.match.now, at_ms))
+        match, _ = self.match.void(reason, now)
+        await self._commit(match, [("void", None, {"reason": reason}, now)], now)
+        log.warning("match %s voided: %s", self.match_id, reason)
+
+    async def _serially(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run a change in the mailbox, after catching up with the log if memory may be behind it."""
+
+        async def turn() -> T:
+            if self.stale and not self.closed:
+                await self.catch_up()
+                await self._deal_due(self.match.now)  # a deal the last change called for, not yet written
+            return await work()
+
+        return await self.mailbox.run(turn)
 
     def view_json(self, seat: Seat | None, seq: int) -> str:
         """A seat's view at `seq` as sent on the wire; the newest are cached (the reply and the stream share)."""
@@ -216,7 +248,7 @@ class MatchActor:
         if after_seq > self.seq:
             raise MalformedAction(f"after_seq {after_seq} is ahead of the match, which is at {self.seq}")
         if after_seq + 1 < self.first_seq:
-            await self._rebuild_history()
+            await self._serially(self._rebuild_history)
         wake = asyncio.Event()
         self.watchers.add(wake)
         try:
@@ -264,13 +296,24 @@ class MatchActor:
         for wake in self.watchers:
             wake.set()
 
-    # --- inside the actor ------------------------------------------------------------------------
+    # --- inside the actor (every method below runs in the mailbox) -----------------------------
 
     async def _commit(self, match: Match, steps: list[Pending], now: Millis) -> None:
         """Write the steps, then make the change visible; a deal it calls for is a change of its own,
-        so every watcher sees how a round ended before the next deal replaces it."""
-        if steps:
-            await self._write(match, steps, [])
+        so every watcher sees how a round ended before the next deal replaces it. Once the steps are
+        committed the change stands: a deal that cannot be written now is written at the next turn."""
+        if not steps:
+            await self._deal_due(now)
+            return
+        await self._write(match, steps, [])
+        try:
+            await self._deal_due(now)
+        except FencedOut:
+            pass  # the change stands; whoever owns the partition now deals
+        except Unavailable:
+            self.stale = True
+
+    async def _deal_due(self, now: Millis) -> None:
         current = self.match
         while self.game.needs_deal(current.state):
             order = shuffled(self.game.deck_size(current.state))  # the OS CSPRNG, one call a deal
@@ -282,15 +325,14 @@ class MatchActor:
             await self._write(current, [step], [commitment])
 
     async def _write(self, match: Match, steps: list[Pending], commitments: list[Commitment]) -> None:
-        """Append one change's steps to the log; only once they are committed is the change published."""
+        """Append one change's steps to the log; only once they are committed is the change published.
+        A write whose outcome is unknown (the storage failed mid-commit) is settled by reading the log."""
         change = self.seq + 1
-        logged = self.position.logged
+        first = self.position.logged + 1
+        entries = [LogEntry(first + i, change, *step) for i, step in enumerate(steps)]
         progress = self.progress(match)
-        was_over = self.match.over
         try:
-            for kind, seat, action, t in steps:
-                logged += 1
-                entry = LogEntry(logged, change, kind, seat, action, t)
+            for entry in entries:
                 started = time.perf_counter()
                 await self.storage.append(self.match_id, self.entry.partition, self.epoch, entry, progress)
                 metrics.LOG_COMMIT.observe(time.perf_counter() - started)
@@ -299,13 +341,23 @@ class MatchActor:
             if self.on_fenced is not None:
                 self.on_fenced(self, fenced)
             raise
-        except Exception:
+        except Exception as error:
             metrics.FAULTS.labels("storage_error").inc()
-            raise
+            log.warning("match %s: appending change %d failed (%s); reading the log", self.match_id, change, error)
+            self.stale = True
+            if await self._caught_up_with(entries):
+                return  # it was committed after all: published by the catch-up
+            raise Unavailable(f"match {self.match_id}: the change could not be stored; send it again") from None
+        was_over = self.match.over
         self.position.match = match
         self.position.commitments.extend(commitments)
-        self.position.logged = logged
+        self.position.logged = entries[-1].seq
         self.position.change = change
+        await self._published(was_over)
+
+    async def _published(self, was_over: bool) -> None:
+        """A change is in the log and in memory: tell the watchers, re-arm the timer, run the hooks."""
+        match = self.match
         self._publish()
         self.arm()
         if match.over and not was_over:
@@ -317,9 +369,36 @@ class MatchActor:
             self.on_finished(self.match_id)
         if match.over and not was_over and self.on_ended is not None:
             self.on_ended(self.match_id)
-        if change % SNAPSHOT_EVERY == 0 and not match.over:
-            snapshot = Snapshot(change, self.position.freeze())
-            await self.storage.snapshot(self.match_id, self.entry.partition, self.epoch, snapshot)
+        if self.seq % SNAPSHOT_EVERY == 0 and not match.over:
+            snapshot = Snapshot(self.seq, self.position.freeze())
+            try:
+                await self.storage.snapshot(self.match_id, self.entry.partition, self.epoch, snapshot)
+            except Exception as error:  # only a shortcut for recovery: the change itself is committed
+                log.warning("match %s: snapshot at change %d not written (%s)", self.match_id, self.seq, error)
+
+    async def catch_up(self) -> list[LogEntry]:
+        """Memory may be behind the log: replay what the log holds beyond memory, publishing each change
+        (`Unavailable` while the storage cannot be read; the next change tries again). Returns the log."""
+        try:
+            entries = await self.storage.log(self.match_id)
+        except Exception as error:
+            raise Unavailable(f"match {self.match_id}: its log cannot be read now ({type(error).__name__})") from None
+        ahead = [e for e in entries if e.seq > self.position.logged]
+        for _ in changes(self.game, self.position, ahead):
+            was_over = self.snapshots[-1].over if self.snapshots else False
+            await self._published(was_over)
+        self.stale = False
+        if ahead:
+            log.warning("match %s: caught up with %d logged step(s) memory lacked", self.match_id, len(ahead))
+        return entries
+
+    async def _caught_up_with(self, entries: list[LogEntry]) -> bool:
+        """After a failed append: catch up, and say whether the log now holds exactly these entries."""
+        try:
+            held = {e.seq: e for e in await self.catch_up()}
+        except Unavailable:
+            return False
+        return all(held.get(e.seq) == e for e in entries)
 
     def _publish(self) -> None:
         for key in [k for k in self.views if k[0] < self.seq - 1]:
@@ -330,16 +409,16 @@ class MatchActor:
 
     async def _rebuild_history(self) -> None:
         """A watcher resumes from before this worker recovered the match: replay the whole log."""
-        async with self.lock:
-            if self.first_seq == 1:
-                return
-            position = fresh(self.game, self.entry)
-            history = list(changes(self.game, position, await self.storage.log(self.match_id)))
-            self.snapshots = history[: self.seq]
-            self.first_seq = 1
+        if self.first_seq == 1:
+            return
+        position = fresh(self.game, self.entry)
+        history = list(changes(self.game, position, await self.storage.log(self.match_id)))
+        self.snapshots = history[: self.seq]
+        self.first_seq = 1
 
-    def arm(self) -> None:
-        """The deadline timer follows `next_deadline` after every change; a scheduled match's is its start."""
+    def arm(self, retry_s: float | None = None) -> None:
+        """The deadline timer follows `next_deadline` after every change; a scheduled match's is its start.
+        `retry_s`: a deadline that could not be settled (storage down) is tried again after that long."""
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
@@ -347,9 +426,12 @@ class MatchActor:
         if deadline is None or self.match.over or self.closed:
             return
         delay = (self.entry.created_unix_ms + deadline - self.clock() + 1) / 1000
+        if retry_s is not None:
+            delay = max(delay, retry_s)
         self.timer = asyncio.get_running_loop().call_later(max(0.0, delay), self._on_timer)
 
     def _on_timer(self) -> None:
+        self.timer = None
         task = asyncio.ensure_future(self._fire())
         self.firing.add(task)
         task.add_done_callback(self.firing.discard)
@@ -358,31 +440,44 @@ class MatchActor:
         """A sweep found this match's deadline passed without a verdict: run the timer now."""
         await self._fire()
 
+    async def resume(self) -> None:
+        """Just restored from the log: a deal the last change called for (the previous owner stopped
+        between the two writes) is made now, then the timer is armed."""
+        if self.seq > 0 and self.game.needs_deal(self.match.state):
+            await self._serially(lambda: self._deal_due(self.match.now))
+        self.arm()
+
     async def _fire(self) -> None:
-        """The deadline timer: settle what is due, or void the match if the timer came too late (SB-11).
-        A scheduled match starts (a late start is no fault: no clock ran)."""
-        if self.seq == 0:
-            try:
-                if self.clock() < self.entry.created_unix_ms or not await self.start():
-                    self.arm()
-            except FencedOut:
-                pass
+        """The deadline timer: settle what is due (through the mailbox), trying again shortly when the
+        storage fails; a fenced-out actor stops."""
+        try:
+            await self._serially(self._due)
+        except FencedOut:
             return
-        async with self.lock:
-            deadline = self.game.next_deadline(self.match.state)
-            now = Millis(max(self.match.now, self.clock() - self.entry.created_unix_ms))
-            if deadline is None or deadline > now or self.match.over or self.closed:
+        except Unavailable as error:
+            log.warning("match %s: its deadline could not be settled (%s); trying again", self.match_id, error)
+            self.arm(retry_s=RETRY_S)
+
+    async def _due(self) -> None:
+        """Settle what is due, or void the match if the timer came too late (SB-11). A scheduled match
+        starts (a late start is no fault: no clock ran)."""
+        if self.closed:
+            return
+        if self.seq == 0:
+            if self.clock() < self.entry.created_unix_ms or not await self._start(None):
                 self.arm()
-                return
-            metrics.TIMER_LATENESS.labels(self.entry.game).observe(max(0, now - deadline) / 1000)
-            try:
-                if now - deadline > self.tolerance_ms:
-                    metrics.FAULTS.labels("timer_late").inc()
-                    match, _ = self.match.void("timer_late", now)
-                    log.warning("match %s: deadline timer fired %d ms late: voided", self.match_id, now - deadline)
-                    await self._commit(match, [("void", None, {"reason": "timer_late"}, now)], now)
-                else:
-                    match, _ = self.match.advance(now)
-                    await self._commit(match, [("deadline", None, {}, now)], now)
-            except FencedOut:
-                return
+            return
+        deadline = self.game.next_deadline(self.match.state)
+        now = Millis(max(self.match.now, self.clock() - self.entry.created_unix_ms))
+        if deadline is None or deadline > now or self.match.over:
+            self.arm()
+            return
+        metrics.TIMER_LATENESS.labels(self.entry.game).observe(max(0, now - deadline) / 1000)
+        if now - deadline > self.tolerance_ms:
+            metrics.FAULTS.labels("timer_late").inc()
+            match, _ = self.match.void("timer_late", now)
+            log.warning("match %s: deadline timer fired %d ms late: voided", self.match_id, now - deadline)
+            await self._commit(match, [("void", None, {"reason": "timer_late"}, now)], now)
+        else:
+            match, _ = self.match.advance(now)
+            await self._commit(match, [("deadline", None, {}, now)], now)

@@ -35,9 +35,14 @@ class NotFinished(ServiceError):
 
 
 class NotOwner(ServiceError):
-    """A worker asked for a match of a partition it does not own."""
+    """A worker asked for a match of a partition it does not own (nothing was done: safe to send again,
+    to `moved_to` when the partition is known to have moved there)."""
 
     code = "wrong_owner"
+
+    def __init__(self, message: str, moved_to: str = "") -> None:
+        super().__init__(message)
+        self.moved_to = moved_to
 
 
 class Unavailable(ServiceError):
@@ -66,8 +71,10 @@ ERRORS: dict[str, type[Exception]] = {
 }
 
 
-def error_for(code: str, message: str) -> Exception:
+def error_for(code: str, message: str, moved_to: str = "") -> Exception:
     """Rebuild an error that crossed the internal gateway→worker hop."""
+    if code == NotOwner.code:
+        return NotOwner(message, moved_to)
     return ERRORS.get(code, ServiceError)(message)
 
 

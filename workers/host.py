@@ -1,5 +1,9 @@
-"""A worker's matches: claims its partitions, recovers their unfinished matches, routes each request
-to its match's actor, and refuses matches it does not own.
+"""A worker's matches: serves the partitions it holds, loads their unfinished matches when it takes one
+and lets them go when it hands one over, routes each request to its match's actor, loads an ended match
+on demand from the log, and refuses matches of partitions it does not hold.
+
+Which partitions it holds is decided outside: `start()` takes the static share p mod N = ordinal (the
+embedded service and the static mode), `workers.leases.LeaseKeeper` takes and gives partitions by leases.
 
 Requests and replies are the internal API's messages (protos/tablehall/v1/host.proto), so the gateway
 calls this the same way in process (embedded mode) and over gRPC (separate worker processes).
@@ -15,7 +19,9 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
@@ -28,9 +34,24 @@ from workers.games.catalog import game_named
 from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.errors import MalformedAction
 from workers.partitions import PARTITIONS, partition_of
-from workers.storage import FencedOut, MatchEntry, MemoryStorage, Storage
+from workers.storage import FencedOut, MatchEntry, MemoryStorage, Storage, Stored
 
 log = logging.getLogger("tablehall.worker")
+
+ENDED_CACHE = 10_000
+"""Ended matches loaded on demand (reads after a restart or a hand-off) kept in memory, newest used last."""
+ARRIVAL_WAIT_S = 3.0
+"""A request for a partition this worker is taking over waits this long at most for it to be served."""
+
+
+@dataclass
+class Held:
+    """A partition this worker serves: the epoch its writes carry; `leaving` once its hand-off began."""
+
+    epoch: int
+    leaving: bool = False
+    moved_to: str = ""
+    """Where it went (the new owner's address), told to whoever still asks here."""
 
 
 def check_table(game: Game[Any, Any, Any], players: tuple[str, ...]) -> None:
@@ -68,10 +89,16 @@ class MatchHost:
         self.workers = workers
         self.tolerance_ms = tolerance_ms
         self.owner = owner or f"worker-{ordinal}-{os.getpid()}-{secrets.token_hex(3)}"
-        self.partitions = [p for p in range(PARTITIONS) if p % workers == ordinal]
-        self.epochs: dict[int, int] = {}
-        self.lost: set[int] = set()
+        self.held: dict[int, Held] = {p: Held(0) for p in range(PARTITIONS) if p % workers == ordinal}
+        """The partitions served here. Until `start()` claims them (or a lease keeper takes over) this is
+        the static share with epoch 0, which an unclaimed in-memory store accepts."""
+        self.arriving: dict[int, asyncio.Event] = {}
+        """Partitions being taken over: their requests wait for them (ARRIVAL_WAIT_S at most)."""
+        self.valid_until: float | None = None
+        """Leases: the loop time after which this worker may no longer serve (None: static, no lease)."""
         self.actors: dict[str, MatchActor] = {}
+        self.ended: OrderedDict[str, MatchActor] = OrderedDict()
+        """Ended matches loaded from the log on demand (bounded: ENDED_CACHE)."""
         self.beating: asyncio.Task[None] | None = None
         self.on_finished = on_finished
         """Hook for the rating job: called with a match id when a match finishes with a result."""
@@ -81,46 +108,104 @@ class MatchHost:
         """The wall clock in unix ms (tests inject one): starts of scheduled matches, deadlines."""
         metrics.track(self)
 
+    @property
+    def partitions(self) -> list[int]:
+        return sorted(self.held)
+
     async def start(self) -> None:
-        """Claim this worker's partitions and carry on their unfinished matches (SB-11 on a long outage)."""
-        last_alive = await self.storage.last_heartbeat(self.partitions)
-        self.epochs = await self.storage.claim(self.owner, self.partitions)
+        """Static ownership: claim this worker's share (p mod N = ordinal) with new epochs, fencing out any
+        earlier owner, and carry on their unfinished matches (SB-11 on a long outage)."""
+        partitions = self.partitions
+        last_alive = await self.storage.last_heartbeat(partitions)
+        epochs = await self.storage.claim(self.owner, partitions)
         now = self.clock()
         await self.storage.heartbeat(self.owner, now)
-        outage = None if last_alive is None else now - last_alive
-        recovered = voided = 0
-        # Recovery builds many long-lived objects at once; with the cyclic collector on, each burst of
-        # allocations rescans all of them (a third of the time for 10,000 matches). Nothing built here is
-        # cyclic garbage, so it runs without it; the collector is back on once recovery is done.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            for stored in await self.storage.unfinished(self.partitions):
-                game = game_named(stored.entry.game)
-                assert game is not None
-                epoch = self.epochs[stored.entry.partition]
-                actor = MatchActor.restore(stored, game, self.storage, epoch, **self._actor_kw())
-                self.actors[actor.match_id] = actor
-                recovered += 1
-                if stored.progress.clock_running and outage is not None and outage > self.tolerance_ms:
-                    metrics.FAULTS.labels("worker_down").inc()
-                    await actor.void("worker_down", Millis(now - actor.entry.created_unix_ms))
-                    voided += 1
-                actor.arm()
-        finally:
-            if collecting:
-                gc.enable()
+        self.held = {}
+        await self.acquire(epochs, dict.fromkeys(epochs, last_alive))
         self.beating = asyncio.create_task(self._beat())
-        log.info(
-            "%s owns %d partitions; recovered %d matches (%d voided: down %s ms)",
-            self.owner, len(self.partitions), recovered, voided, outage,
-        )
 
     async def _beat(self) -> None:
         while True:
             await asyncio.sleep(self.tolerance_ms / 4000)
             with contextlib.suppress(Exception):
                 await self.storage.heartbeat(self.owner, unix_ms())
+
+    async def acquire(self, epochs: Mapping[int, int], last_alive: Mapping[int, int | None]) -> list[MatchActor]:
+        """Serve these partitions, just claimed with these epochs: load their unfinished matches and go on.
+        A running clock whose partition was unserved (since `last_alive`) longer than the tolerance is
+        voided `worker_down` (SB-11); a shorter outage is the thinking time of whoever is to act."""
+        for partition in epochs:
+            self.arriving.setdefault(partition, asyncio.Event())
+        try:
+            restored = self._restore(await self.storage.unfinished(list(epochs)), epochs)
+            now = self.clock()
+            voided = 0
+            for actor, stored in restored:
+                alive = last_alive.get(actor.entry.partition)
+                outage = None if alive is None else now - alive
+                if stored.progress.clock_running and outage is not None and outage > self.tolerance_ms:
+                    metrics.FAULTS.labels("worker_down").inc()
+                    await actor.void("worker_down", Millis(now - actor.entry.created_unix_ms))
+                    voided += 1
+                await actor.resume()
+            for partition, epoch in epochs.items():
+                self.held[partition] = Held(epoch)
+        finally:
+            for partition in epochs:
+                event = self.arriving.pop(partition, None)
+                if event is not None:
+                    event.set()
+        outages = sorted({now - a for a in last_alive.values() if a is not None})
+        log.log(
+            logging.INFO if restored or len(epochs) > 1 else logging.DEBUG,
+            "%s serves %d more partitions (%d held); recovered %d matches (%d voided: unserved %s ms)",
+            self.owner, len(epochs), len(self.held), len(restored), voided, outages[-1] if outages else None,
+        )
+        return [actor for actor, _ in restored]
+
+    def _restore(self, found: list[Stored], epochs: Mapping[int, int]) -> list[tuple[MatchActor, Stored]]:
+        # Recovery builds many long-lived objects at once; with the cyclic collector on, each burst of
+        # allocations rescans all of them (a third of the time for 10,000 matches). Nothing built here is
+        # cyclic garbage, so it runs without it; the collector is back on once it is done.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            restored = []
+            for stored in found:
+                game = game_named(stored.entry.game)
+                assert game is not None
+                epoch = epochs[stored.entry.partition]
+                actor = MatchActor.restore(stored, game, self.storage, epoch, **self._actor_kw())
+                self.actors[actor.match_id] = actor
+                restored.append((actor, stored))
+            return restored
+        finally:
+            if collecting:
+                gc.enable()
+
+    async def release(self, partition: int, moved_to: str = "") -> None:
+        """Stop serving a partition (a hand-off): refuse its new requests (`moved_to` says where to go),
+        let every change already in its matches' mailboxes finish, then close them (their watchers are told
+        to resume elsewhere). The lease itself is given up by the caller, after this."""
+        held = self.held.get(partition)
+        if held is None:
+            return
+        held.leaving, held.moved_to = True, moved_to
+        actors = [a for a in self.actors.values() if a.entry.partition == partition]
+        await asyncio.gather(*(a.mailbox.settled() for a in actors))
+        self._drop(partition)
+
+    def lose(self, partition: int, why: str) -> None:
+        """Stop serving a partition at once: its lease is gone (fenced, expired, cut off)."""
+        if partition in self.held:
+            log.error("%s: partition %d %s; no longer serving it", self.owner, partition, why)
+        self._drop(partition)
+
+    def _drop(self, partition: int) -> None:
+        self.held.pop(partition, None)
+        for table in (self.actors, self.ended):
+            for match_id in [m for m, a in table.items() if a.entry.partition == partition]:
+                table.pop(match_id).close()
 
     def _actor_kw(self) -> dict[str, object]:
         return {
@@ -130,31 +215,63 @@ class MatchHost:
 
     def _fenced(self, actor: MatchActor, error: FencedOut) -> None:
         """Another process claimed this partition: stop serving all of its matches here."""
-        partition = actor.entry.partition
-        if partition not in self.lost:
-            log.error("%s: partition %d is owned by another worker now; no longer serving it", self.owner, partition)
-        self.lost.add(partition)
-        for match_id, other in list(self.actors.items()):
-            if other.entry.partition == partition:
-                other.close()
-                del self.actors[match_id]
+        self.lose(actor.entry.partition, "is owned by another worker now")
 
-    def _owned(self, match_id: str) -> int:
+    def _refuse(self, match_id: str, partition: int) -> NotOwner:
+        held = self.held.get(partition)
+        moved_to = held.moved_to if held is not None else ""
+        where = f"; it moved to {moved_to}" if moved_to else ""
+        return NotOwner(f"worker {self.owner} does not own match {match_id}{where}", moved_to)
+
+    async def _owned(self, match_id: str) -> int:
+        """The match's partition, if this worker serves it now (a partition being taken over is waited for)."""
         partition = partition_of(match_id)
-        if partition % self.workers != self.ordinal or partition in self.lost:
-            raise NotOwner(f"worker {self.ordinal} does not own match {match_id}")
+        if partition not in self.held and partition in self.arriving:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.arriving[partition].wait(), ARRIVAL_WAIT_S)
+        held = self.held.get(partition)
+        if held is None or held.leaving:
+            raise self._refuse(match_id, partition)
+        if self.valid_until is not None and asyncio.get_running_loop().time() > self.valid_until:
+            raise NotOwner(f"worker {self.owner} does not own match {match_id}: its lease ran out")
         return partition
 
-    def actor(self, match_id: str) -> MatchActor:
-        self._owned(match_id)
-        actor = self.actors.get(match_id)
+    def epoch(self, partition: int) -> int:
+        held = self.held.get(partition)
+        return held.epoch if held is not None else 0
+
+    async def actor(self, match_id: str) -> MatchActor:
+        """The match's actor: a live one, or an ended one loaded from the log (NotFound if none)."""
+        await self._owned(match_id)
+        actor = self.actors.get(match_id) or self.ended.get(match_id)
         if actor is None:
-            raise NotFound(f"no match {match_id!r}")
+            actor = await self._load(match_id)
+        elif match_id in self.ended:
+            self.ended.move_to_end(match_id)
         return actor
 
-    def _entry(self, request: host_pb2.HostCreateRequest) -> MatchEntry:
+    async def _load(self, match_id: str) -> MatchActor:
+        stored = await self.storage.load(match_id)
+        known = self.actors.get(match_id) or self.ended.get(match_id)  # loaded meanwhile by another request
+        if known is not None:
+            return known
+        if stored is None:
+            raise NotFound(f"no match {match_id!r}")
+        game = game_named(stored.entry.game)
+        assert game is not None
+        actor = MatchActor.restore(stored, game, self.storage, self.epoch(stored.entry.partition), **self._actor_kw())
+        if actor.match.over:
+            self.ended[match_id] = actor
+            while len(self.ended) > ENDED_CACHE:
+                self.ended.popitem(last=False)[1].close()
+        else:  # an unfinished match not yet in memory (created by another process meanwhile): serve it
+            self.actors[match_id] = actor
+            await actor.resume()
+        return actor
+
+    async def _entry(self, request: host_pb2.HostCreateRequest) -> MatchEntry:
         """A validated new match (owned partition, known game, seats, names, tokens, the engine's options)."""
-        partition = self._owned(request.match_id)
+        partition = await self._owned(request.match_id)
         game = game_named(request.game)
         if game is None:
             raise MalformedAction(f"unknown game {request.game!r}: spectacular-bid or 501")
@@ -172,14 +289,17 @@ class MatchHost:
             request.created_unix_ms, lot, partition,
         )
 
-    async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse:
-        entry = self._entry(request)
-        if request.match_id in self.actors:
-            raise MalformedAction(f"match {request.match_id} exists already")
+    def _game(self, entry: MatchEntry) -> Game[Any, Any, Any]:
         game = game_named(entry.game)
         assert game is not None
-        epoch = self.epochs.get(entry.partition, 0)
-        actor = await MatchActor.create(entry, game, self.storage, epoch, **self._actor_kw())
+        return game
+
+    async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse:
+        entry = await self._entry(request)
+        if request.match_id in self.actors:
+            raise MalformedAction(f"match {request.match_id} exists already")
+        epoch = self.epoch(entry.partition)
+        actor = await MatchActor.create(entry, self._game(entry), self.storage, epoch, **self._actor_kw())
         self.actors[entry.match_id] = actor
         return host_pb2.HostCreateResponse()
 
@@ -190,49 +310,49 @@ class MatchHost:
         seen: set[str] = set()
         for index, table in enumerate(request.tables):
             try:
-                entry = self._entry(table)
+                entry = await self._entry(table)
             except MalformedAction as error:
                 raise MalformedAction(f"table {index + 1} ({table.match_id}): {error}") from None
             if entry.match_id in seen:
                 raise MalformedAction(f"table {index + 1}: match id {entry.match_id} twice in the batch")
             seen.add(entry.match_id)
-            known = self.actors.get(entry.match_id)
+            known = self.actors.get(entry.match_id) or self.ended.get(entry.match_id)
             if known is None:
                 entries.append(entry)
             elif (known.entry.game, known.entry.players, known.entry.token_sha256) != (
                 entry.game, entry.players, entry.token_sha256
             ):
                 raise MalformedAction(f"table {index + 1}: match {entry.match_id} exists already, with other seats")
-        await self.storage.create_many(entries, {e.partition: self.epochs.get(e.partition, 0) for e in entries})
+        await self.storage.create_many(entries, {e.partition: self.epoch(e.partition) for e in entries})
         kw = self._actor_kw()
 
         async def open_one(entry: MatchEntry) -> None:
-            game = game_named(entry.game)
-            assert game is not None
-            epoch = self.epochs.get(entry.partition, 0)
-            self.actors[entry.match_id] = await MatchActor.opened(entry, game, self.storage, epoch, **kw)
+            epoch = self.epoch(entry.partition)
+            self.actors[entry.match_id] = await MatchActor.opened(entry, self._game(entry), self.storage, epoch, **kw)
 
         await asyncio.gather(*(open_one(entry) for entry in entries))
-        return self._states([t.match_id for t in request.tables])
+        return await self._states([t.match_id for t in request.tables])
 
     async def start_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
         """Start these held matches now (their time counts from now); started ones are left alone."""
-        actors = [self.actor(match_id) for match_id in request.match_ids]
+        actors = [await self.actor(match_id) for match_id in request.match_ids]
         now = self.clock()
         await asyncio.gather(*(actor.start(now) for actor in actors if actor.scheduled))
-        return self._states(list(request.match_ids))
+        return await self._states(list(request.match_ids))
 
     async def cancel_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
         """Void these matches (a batch that could not be created everywhere); unknown ids are skipped."""
         reason = request.reason or "cancelled"
-        known = [self.actors[m] for m in request.match_ids if self._owned(m) is not None and m in self.actors]
+        for match_id in request.match_ids:
+            await self._owned(match_id)
+        known = [self.actors[m] for m in request.match_ids if m in self.actors]
         await asyncio.gather(*(a.void(reason, Millis(self.clock() - a.entry.created_unix_ms)) for a in known))
-        return self._states([a.match_id for a in known])
+        return await self._states([a.match_id for a in known])
 
-    def _states(self, match_ids: list[str]) -> host_pb2.HostTablesResponse:
+    async def _states(self, match_ids: list[str]) -> host_pb2.HostTablesResponse:
         states = []
         for match_id in match_ids:
-            actor = self.actor(match_id)
+            actor = await self.actor(match_id)
             status = "scheduled" if actor.scheduled else actor.progress(actor.match).status
             states.append(host_pb2.HostTableState(
                 match_id=match_id, status=status, starts_unix_ms=actor.entry.created_unix_ms
@@ -243,7 +363,7 @@ class MatchHost:
         started = time.perf_counter()
         if request.arrival_unix_ms:
             metrics.HOP.observe(max(0, time.time_ns() // 1_000_000 - request.arrival_unix_ms) / 1000)
-        actor = self.actor(request.match_id)
+        actor = await self.actor(request.match_id)
         claimed = request.seat if request.HasField("seat") else None
         try:
             seq, view = await actor.command(
@@ -255,21 +375,22 @@ class MatchHost:
         return matches_pb2.ActResponse(seq=seq, view_json=view)
 
     async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
-        async for update in self.actor(request.match_id).watch(request.token_sha256, request.after_seq):
+        actor = await self.actor(request.match_id)
+        async for update in actor.watch(request.token_sha256, request.after_seq):
             yield update
 
     async def view(self, request: host_pb2.HostViewRequest) -> matches_pb2.Update:
-        actor = self.actor(request.match_id)
+        actor = await self.actor(request.match_id)
         seat = actor.seat_of(request.token_sha256) if request.token_sha256 else None
         return actor.update(seat, actor.seq)
 
     async def record(self, request: host_pb2.HostRecordRequest) -> matches_pb2.Record:
-        record = self.actor(request.match_id).record()
+        record = (await self.actor(request.match_id)).record()
         return matches_pb2.Record(record_json=json.dumps(record))
 
     async def settle(self, request: host_pb2.HostSettleRequest) -> host_pb2.HostSettleResponse:
         """For the sweeps: run an overdue deadline, or close an abandoned table (ratings/sweep.py)."""
-        actor = self.actor(request.match_id)
+        actor = await self.actor(request.match_id)
         if request.abandon_reason:
             if not (request.only_if_untouched and actor.match.log is not None):
                 await actor.void(request.abandon_reason, Millis(self.clock() - actor.entry.created_unix_ms))
@@ -279,15 +400,12 @@ class MatchHost:
         return host_pb2.HostSettleResponse(status=progress.status, void_reason=progress.void_reason or "")
 
     async def stop(self) -> None:
-        metrics.untrack(self)
-        if self.beating is not None:
-            self.beating.cancel()
-        for actor in self.actors.values():
-            actor.close()
+        """Stop serving everything here (the process is ending)."""
+        self.close()
 
     def close(self) -> None:
         metrics.untrack(self)
         if self.beating is not None:
             self.beating.cancel()
-        for actor in self.actors.values():
+        for actor in [*self.actors.values(), *self.ended.values()]:
             actor.close()

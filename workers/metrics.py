@@ -90,6 +90,26 @@ SWEPT = Counter(
     "Matches a sweep handled, by outcome: settled (by the live owner), or voided by the sweep with its reason.",
     ["outcome"],
 )
+HANDOFF_KINDS = ("drain", "rebalance", "crash")
+HANDOFFS = Counter(
+    "tablehall_handoffs_total",
+    "Partitions that changed owner, by kind: drain (a worker stopping), rebalance (one joining), crash (its "
+    "owner's lease ran out and another worker took it over).",
+    ["kind"],
+)
+HANDOFF_SECONDS = Histogram(
+    "tablehall_handoff_seconds",
+    "How long a partition was not served in a hand-off: from its old owner refusing commands to its new owner "
+    "serving them (drain, rebalance); from its old owner's last heartbeat to the new owner serving (crash).",
+    ["kind"],
+    buckets=LATE,
+)
+LEASE_LOSSES = Counter(
+    "tablehall_lease_losses_total",
+    "Times this worker stopped serving partitions because it lost their leases: expired (no heartbeat got "
+    "through), fenced (another worker holds them now), down (a gateway marked it unreachable).",
+    ["reason"],
+)
 LOG_COMMIT = Histogram(
     "tablehall_event_log_commit_seconds",
     "One durable append of a change's steps to the event log, until committed.",
@@ -98,6 +118,11 @@ LOG_COMMIT = Histogram(
 
 for _kind in FAULT_KINDS:  # every fault kind is exported from the start, at 0
     FAULTS.labels(_kind)
+for _kind in HANDOFF_KINDS:
+    HANDOFFS.labels(_kind)
+    HANDOFF_SECONDS.labels(_kind)
+for _reason in ("expired", "fenced", "down"):
+    LEASE_LOSSES.labels(_reason)
 
 _hosts: weakref.WeakSet[MatchHost] = weakref.WeakSet()
 
@@ -117,6 +142,7 @@ class LiveMatches(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         active: Tally[str] = Tally()
         watching: Tally[str] = Tally()
+        owned = sum(len(host.held) for host in list(_hosts))
         for host in list(_hosts):
             for actor in list(host.actors.values()):
                 if actor.closed:
@@ -136,6 +162,11 @@ class LiveMatches(Collector):
             watchers.add_metric([game], watching[game])
         yield matches
         yield watchers
+        partitions = GaugeMetricFamily(
+            "tablehall_partitions_owned", "Partitions this worker serves now (of 256 in all).", labels=[]
+        )
+        partitions.add_metric([], owned)
+        yield partitions
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
         return iter(())

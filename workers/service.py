@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeAlias, TypeVar
 
 import grpc
@@ -12,7 +12,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from gateway.status import INTERNAL, Known, edge, edge_stream
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
+from workers.errors import NotOwner
 from workers.host import MatchHost
+from workers.keeper import LeaseKeeper
 from workers.outbox import Outbox
 
 log = logging.getLogger("tablehall.worker")
@@ -23,20 +25,21 @@ Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 T = TypeVar("T")
 
 
-def _refusal(error: Exception, what: str) -> tuple[str, str]:
-    """An item of a multiplexed stream that failed, as (code, message): a known refusal as itself,
-    anything else logged here and INTERNAL to the caller (as `edge` does for a whole call)."""
+def _refusal(error: Exception, what: str) -> tuple[str, str, str]:
+    """An item of a multiplexed stream that failed, as (code, message, moved_to): a known refusal as
+    itself, anything else logged here and INTERNAL to the caller (as `edge` does for a whole call)."""
     if isinstance(error, Known):
-        return error.code, str(error)
+        return error.code, str(error), getattr(error, "moved_to", "")
     log.error("unexpected error in %s", what, exc_info=error)
-    return "internal", INTERNAL
+    return "internal", INTERNAL, ""
 
 
 async def _batches(
     outbox: Outbox[T], reading: Coroutine[Any, Any, None], running: Callable[[], Iterable[asyncio.Task[None]]]
 ) -> AsyncIterator[list[T]]:
     """A multiplexed stream's replies, batch by batch, while `reading` takes its requests; when the stream
-    ends, the reader and every task still `running` for it are cancelled."""
+    ends, the reader and every task still `running` for it are cancelled (a command's own change runs on
+    in its match's mailbox: cancelling its task only drops the reply nobody can receive)."""
     reader = asyncio.create_task(reading)
     try:
         while batch := await outbox.take():
@@ -47,9 +50,38 @@ async def _batches(
             task.cancel()
 
 
+async def _until(closing: asyncio.Event, requests: AsyncIterator[T]) -> AsyncIterator[T]:
+    """The requests of a stream until the worker closes (then no more is read: a request the caller sent
+    after that was never seen here, so the stream's clean end tells it that nothing of it was done)."""
+    stop = asyncio.ensure_future(closing.wait())
+    try:
+        while not closing.is_set():
+            read = asyncio.ensure_future(anext(requests))
+            await asyncio.wait({read, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not read.done():
+                read.cancel()
+                return
+            try:
+                yield read.result()
+            except StopAsyncIteration:
+                return
+    finally:
+        stop.cancel()
+
+
 class MatchHostService(host_pb2_grpc.MatchHostServicer):
-    def __init__(self, host: MatchHost) -> None:
+    def __init__(
+        self,
+        host: MatchHost,
+        keeper: LeaseKeeper | None = None,
+        drain: Callable[[], Awaitable[int]] | None = None,
+    ) -> None:
         self.host = host
+        self.keeper = keeper
+        self.drain = drain
+        """Hands everything over and stops the process (None: this worker has no leases to hand over)."""
+        self.closing = asyncio.Event()
+        """Set when the worker stops: its streams end cleanly after answering what they read."""
 
     @edge
     async def Create(self, request: host_pb2.HostCreateRequest, context: Context) -> host_pb2.HostCreateResponse:
@@ -67,17 +99,20 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
         batched (`workers.outbox`)."""
         replies: Outbox[host_pb2.HostCommandReply] = Outbox()
         running: set[asyncio.Task[None]] = set()
+        await context.send_initial_metadata(())  # the gateway writes once it knows the stream is open
 
         async def one(request: host_pb2.HostCommandRequest) -> None:
             try:
                 reply = host_pb2.HostCommandReply(ref=request.ref, reply=await self.host.command(request))
             except Exception as error:
-                code, message = _refusal(error, f"a command for match {request.match_id}")
-                reply = host_pb2.HostCommandReply(ref=request.ref, error_code=code, error_message=message)
+                code, message, moved_to = _refusal(error, f"a command for match {request.match_id}")
+                reply = host_pb2.HostCommandReply(
+                    ref=request.ref, error_code=code, error_message=message, moved_to=moved_to
+                )
             replies.put(reply)
 
         async def read() -> None:
-            async for batch in requests:
+            async for batch in _until(self.closing, requests):
                 for request in batch.commands:
                     task = asyncio.create_task(one(request))
                     running.add(task)
@@ -95,6 +130,7 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
         """Many watches on one stream (gateway/links.py): each follows its match as `Watch` would."""
         items: Outbox[host_pb2.FeedItem] = Outbox()
         following: dict[int, asyncio.Task[None]] = {}
+        await context.send_initial_metadata(())
 
         async def follow(number: int, watch: host_pb2.HostWatchRequest) -> None:
             try:
@@ -102,13 +138,15 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
                     items.put(host_pb2.FeedItem(id=number, update=update))
                 items.put(host_pb2.FeedItem(id=number, end=True))
             except Exception as error:
-                code, message = _refusal(error, f"a watch of match {watch.match_id}")
-                items.put(host_pb2.FeedItem(id=number, end=True, error_code=code, error_message=message))
+                code, message, moved_to = _refusal(error, f"a watch of match {watch.match_id}")
+                items.put(host_pb2.FeedItem(
+                    id=number, end=True, error_code=code, error_message=message, moved_to=moved_to
+                ))
             finally:
                 following.pop(number, None)
 
         async def read() -> None:
-            async for request in requests:
+            async for request in _until(self.closing, requests):
                 for subscribe in request.subscribe:
                     following[subscribe.id] = asyncio.create_task(follow(subscribe.id, subscribe.watch))
                 for number in request.cancel:
@@ -149,6 +187,18 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
     async def CancelTables(self, request: host_pb2.HostTablesRequest, context: Context) -> host_pb2.HostTablesResponse:
         return await self.host.cancel_tables(request)
 
+    @edge
+    async def Take(self, request: host_pb2.TakeRequest, context: Context) -> host_pb2.TakeResponse:
+        if self.keeper is None:
+            raise NotOwner("this worker has static partitions: it takes none over")
+        return host_pb2.TakeResponse(serving=await self.keeper.accept(request.partition, request.epoch))
+
+    @edge
+    async def Drain(self, request: host_pb2.DrainRequest, context: Context) -> host_pb2.DrainResponse:
+        if self.drain is None:
+            raise NotOwner("this worker has static partitions: there is nobody to hand them to")
+        return host_pb2.DrainResponse(handed=await self.drain())
+
 
 class MatchSweepsService(host_pb2_grpc.MatchSweepsServicer):
     def __init__(self, host: MatchHost) -> None:
@@ -159,9 +209,11 @@ class MatchSweepsService(host_pb2_grpc.MatchSweepsServicer):
         return await self.host.settle(request)
 
 
-async def start_worker_server(host: MatchHost, address: str) -> tuple[grpc.aio.Server, int]:
+async def start_worker_server(
+    host: MatchHost, address: str, service: MatchHostService | None = None
+) -> tuple[grpc.aio.Server, int]:
     server = grpc.aio.server()
-    host_pb2_grpc.add_MatchHostServicer_to_server(MatchHostService(host), server)
+    host_pb2_grpc.add_MatchHostServicer_to_server(service or MatchHostService(host), server)
     host_pb2_grpc.add_MatchSweepsServicer_to_server(MatchSweepsService(host), server)
     checker = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(checker, server)

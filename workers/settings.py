@@ -36,6 +36,14 @@ def tolerance_ms() -> int:
     return int(float(os.environ.get("TABLEHALL_TOLERANCE_S", "1")) * 1000)
 
 
+def lease_ms() -> int:
+    """How long a partition's lease holds after its owner's heartbeat: TABLEHALL_LEASE_S, else half the
+    tolerance, so a crashed worker's partitions are taken over and loaded within the tolerance and its
+    running clocks go on."""
+    lease_s = os.environ.get("TABLEHALL_LEASE_S")
+    return int(float(lease_s) * 1000) if lease_s else max(100, tolerance_ms() // 2)
+
+
 async def open_storage(url: str | None) -> Storage:
     """`memory`, or a database URL (default: `TABLEHALL_DATABASE_URL`, else the SQLite file tablehall.db)."""
     from workers.sql.engine import database_url

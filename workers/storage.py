@@ -13,6 +13,7 @@ from typing import Protocol
 
 from workers.errors import ServiceError
 from workers.games.engine import JSON
+from workers.leases import LeaseLost, LeaseTable, Member, MemberState, PartitionLease, Taken
 
 
 class FencedOut(ServiceError):
@@ -73,7 +74,7 @@ class Progress:
 
 @dataclass(frozen=True, slots=True)
 class Stored:
-    """An unfinished match as recovery reads it."""
+    """A match as its log holds it (recovery reads the unfinished ones; an ended one is read on demand)."""
 
     entry: MatchEntry
     snapshot: Snapshot | None
@@ -95,6 +96,34 @@ class Storage(Protocol):
         """The newest heartbeat of whoever owned these partitions before (None: never owned)."""
         ...
 
+    # -- leases (workers.leases): each call is one transaction of its own, never queued behind writes --
+
+    async def join(self, owner: str, address: str, now_unix_ms: int) -> None:
+        """Register a worker (active, listening at `address`), heartbeat now."""
+        ...
+
+    def renew(self, owner: str, now_unix_ms: int) -> LeaseTable:
+        """Heartbeat (every lease `owner` holds now lasts another lease from `now`) and read the table;
+        `LeaseLost` if `owner` was marked down or gone. Blocking: the worker's heartbeat thread calls it,
+        so that a busy event loop never lets a lease run out."""
+        ...
+
+    async def leases(self) -> LeaseTable:
+        """The lease table, read only (gateways, sweeps)."""
+        ...
+
+    async def take(self, owner: str, expected: dict[int, int], now_unix_ms: int, lease_ms: int) -> dict[int, Taken]:
+        """Claim each partition still at its `expected` epoch (0: no row yet) and free (released, or its
+        owner's heartbeat older than `lease_ms`, or `owner` itself), with a new epoch; the ones not
+        claimed are left out."""
+        ...
+
+    async def release(self, owner: str, epochs: dict[int, int], now_unix_ms: int) -> None:
+        """Give up these partitions (still `owner`'s at these epochs): owner empty, epoch moved on."""
+        ...
+
+    async def set_state(self, owner: str, state: MemberState) -> None: ...
+
     async def create(self, entry: MatchEntry, epoch: int) -> None: ...
 
     async def create_many(self, entries: list[MatchEntry], epochs: dict[int, int]) -> None:
@@ -115,6 +144,10 @@ class Storage(Protocol):
 
     async def unfinished(self, partitions: list[int]) -> list[Stored]: ...
 
+    async def load(self, match_id: str) -> Stored | None:
+        """One match, whatever its status (None: no such match): an ended match read on demand."""
+        ...
+
     async def log(self, match_id: str) -> list[LogEntry]:
         """The whole log of one match, in order (to rebuild the history a resuming watcher asks for)."""
         ...
@@ -132,7 +165,10 @@ class MemoryStorage:
     snapshots: dict[str, Snapshot] = field(default_factory=dict)
     epochs: dict[int, int] = field(default_factory=dict)
     owners: dict[int, str] = field(default_factory=dict)
+    since: dict[int, int] = field(default_factory=dict)
     beats: dict[str, int] = field(default_factory=dict)
+    members: dict[str, tuple[str, MemberState]] = field(default_factory=dict)
+    """Per worker: where it listens and its state (its heartbeat is in `beats`)."""
 
     async def claim(self, owner: str, partitions: list[int]) -> dict[int, int]:
         for p in partitions:
@@ -142,6 +178,47 @@ class MemoryStorage:
 
     async def heartbeat(self, owner: str, at_unix_ms: int) -> None:
         self.beats[owner] = at_unix_ms
+
+    async def join(self, owner: str, address: str, now_unix_ms: int) -> None:
+        self.members[owner] = (address, MemberState.ACTIVE)
+        self.beats[owner] = now_unix_ms
+
+    def renew(self, owner: str, now_unix_ms: int) -> LeaseTable:
+        _, state = self.members.get(owner, ("", MemberState.GONE))
+        if state not in (MemberState.ACTIVE, MemberState.DRAINING):
+            raise LeaseLost(f"{owner} is {state}: it holds no lease")
+        self.beats[owner] = now_unix_ms
+        return self._table()
+
+    async def leases(self) -> LeaseTable:
+        return self._table()
+
+    def _table(self) -> LeaseTable:
+        members = [Member(o, a, st, self.beats.get(o, 0)) for o, (a, st) in self.members.items()]
+        rows = [PartitionLease(p, o, self.epochs.get(p, 0), self.since.get(p, 0)) for p, o in self.owners.items()]
+        return LeaseTable.of(members, rows)
+
+    async def take(self, owner: str, expected: dict[int, int], now_unix_ms: int, lease_ms: int) -> dict[int, Taken]:
+        table = self._table()
+        taken = {}
+        for p, epoch in sorted(expected.items()):
+            holder = table.holder(p, now_unix_ms, lease_ms)
+            if self.epochs.get(p, 0) != epoch or (holder is not None and holder.owner != owner):
+                continue
+            previous = self.owners.get(p)
+            alive = self.since.get(p) if not previous else self.beats.get(previous)
+            self.epochs[p], self.owners[p], self.since[p] = epoch + 1, owner, now_unix_ms
+            taken[p] = Taken(epoch + 1, alive if previous is not None else None)
+        return taken
+
+    async def release(self, owner: str, epochs: dict[int, int], now_unix_ms: int) -> None:
+        for p, epoch in epochs.items():
+            if self.owners.get(p) == owner and self.epochs.get(p) == epoch:
+                self.epochs[p], self.owners[p], self.since[p] = epoch + 1, "", now_unix_ms
+
+    async def set_state(self, owner: str, state: MemberState) -> None:
+        address, _ = self.members.get(owner, ("", state))
+        self.members[owner] = (address, state)
 
     async def last_heartbeat(self, partitions: list[int]) -> int | None:
         beats = [self.beats[self.owners[p]] for p in partitions if self.owners.get(p) in self.beats]
@@ -187,14 +264,20 @@ class MemoryStorage:
 
     async def unfinished(self, partitions: list[int]) -> list[Stored]:
         wanted = set(partitions)
-        found = []
-        for match_id, entry in self.matches.items():
-            progress = self.progress[match_id]
-            if entry.partition in wanted and progress.status == "in_progress":
-                snap = self.snapshots.get(match_id)
-                after = tuple(e for e in self.logs[match_id] if snap is None or e.seq > snap.seq)
-                found.append(Stored(entry, snap, after, progress))
-        return found
+        return [
+            self._stored(match_id)
+            for match_id, entry in self.matches.items()
+            if entry.partition in wanted and self.progress[match_id].status == "in_progress"
+        ]
+
+    async def load(self, match_id: str) -> Stored | None:
+        return self._stored(match_id) if match_id in self.matches else None
+
+    def _stored(self, match_id: str) -> Stored:
+        entry = self.matches[match_id]
+        snap = self.snapshots.get(match_id)
+        after = tuple(e for e in self.logs[match_id] if snap is None or e.seq > snap.seq)
+        return Stored(entry, snap, after, self.progress[match_id])
 
     async def log(self, match_id: str) -> list[LogEntry]:
         return list(self.logs.get(match_id, []))

@@ -3,15 +3,14 @@
 All or nothing: `check_batch` refuses the whole batch for any bad table (unknown game, seat count, a
 name, a player at two tables, options the engine refuses) before a single match exists. `send` then
 gives every worker its share in chunks (`HostCreateTables`: one transaction per chunk), workers in
-parallel. Creation is idempotent per match id, so a chunk whose reply was lost is simply sent again; a
-worker that still fails makes `send` raise, and the caller either voids what was made (`cancel`: bulk
-tables, whose tokens nobody has yet) or sends the same batch again later (tournament rounds, which are
-written to the database first).
+parallel. Creation is idempotent per match id, so a share whose reply was lost, or whose partitions moved
+meanwhile, is simply sent again where its matches are (`Router.each_worker`); a worker that still fails
+makes `send` raise, and the caller either voids what was made (`cancel`: bulk tables, whose tokens nobody
+has yet) or sends the same batch again later (tournament rounds, which are written to the database first).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -21,7 +20,6 @@ from typing import Any
 from gateway.tournaments.errors import BatchRejected
 from gateway.workers import Router, WorkerClient
 from protos.tablehall.v1 import host_pb2
-from workers.errors import Unavailable
 from workers.games.catalog import game_named
 from workers.games.engine import Game, Seat
 from workers.games.errors import MalformedAction
@@ -33,8 +31,6 @@ MAX_TABLES = 5000
 """Tables per call at most (Lichess's bulk pairing takes 500)."""
 CHUNK = 250
 """Tables per internal CreateTables call: bounds a message and a transaction, and paces the progress bar."""
-ATTEMPTS = 3
-"""Tries per chunk when its worker is unavailable (the same chunk again: creation is idempotent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,53 +84,36 @@ def requests(
     ]
 
 
-def by_worker(router: Router, match_ids: Sequence[str]) -> list[tuple[WorkerClient, list[str]]]:
-    shares: dict[int, tuple[WorkerClient, list[str]]] = {}
-    for match_id in match_ids:
-        worker = router.owner(match_id)
-        shares.setdefault(id(worker), (worker, []))[1].append(match_id)
-    return list(shares.values())
-
-
-async def _with_retries(call: Callable[[], Awaitable[Any]], what: str) -> Any:
-    for attempt in range(1, ATTEMPTS + 1):
-        try:
-            return await call()
-        except Unavailable as error:
-            if attempt == ATTEMPTS:
-                raise
-            log.warning("%s: worker unavailable (%s); sending it again", what, error)
-            await asyncio.sleep(0.2 * attempt)
-    raise AssertionError("unreachable")
-
-
 async def send(
     router: Router,
     creates: Sequence[host_pb2.HostCreateRequest],
     progress: Callable[[int], Awaitable[None]] | None = None,
 ) -> None:
-    """Create every match on its worker, chunk by chunk; `progress(n)` after each chunk of n tables."""
+    """Create every match on its worker, chunk by chunk; `progress(n)` after each chunk of n new tables.
+    A share whose worker moved or failed is sent again where its matches are now (creation is idempotent)."""
     by_id = {c.match_id: c for c in creates}
+    done: set[str] = set()
 
     async def one_worker(worker: WorkerClient, match_ids: list[str]) -> None:
         for start in range(0, len(match_ids), CHUNK):
             chunk = host_pb2.HostCreateTablesRequest(tables=[by_id[m] for m in match_ids[start : start + CHUNK]])
-            await _with_retries(lambda chunk=chunk: worker.create_tables(chunk), "creating tables")  # type: ignore[misc]
-            if progress is not None:
-                await progress(len(chunk.tables))
+            await worker.create_tables(chunk)
+            fresh = [t.match_id for t in chunk.tables if t.match_id not in done]
+            done.update(fresh)
+            if progress is not None and fresh:
+                await progress(len(fresh))
 
-    await asyncio.gather(*(one_worker(w, ids) for w, ids in by_worker(router, list(by_id))))
+    await router.each_worker(list(by_id), one_worker)
 
 
 async def start(router: Router, match_ids: Sequence[str]) -> list[host_pb2.HostTableState]:
     """Start held matches now; returns every table's state afterwards."""
 
     async def one_worker(worker: WorkerClient, ids: list[str]) -> list[host_pb2.HostTableState]:
-        request = host_pb2.HostTablesRequest(match_ids=ids)
-        reply: host_pb2.HostTablesResponse = await _with_retries(lambda: worker.start_tables(request), "starting")
+        reply = await worker.start_tables(host_pb2.HostTablesRequest(match_ids=ids))
         return list(reply.tables)
 
-    shares = await asyncio.gather(*(one_worker(w, ids) for w, ids in by_worker(router, match_ids)))
+    shares = await router.each_worker(match_ids, one_worker)
     return [state for share in shares for state in share]
 
 
@@ -143,9 +122,9 @@ async def cancel(router: Router, match_ids: Sequence[str], reason: str = "cancel
     tables, whose tokens nobody holds, end as abandoned through the sweeps)."""
 
     async def one_worker(worker: WorkerClient, ids: list[str]) -> None:
-        try:
-            await worker.cancel_tables(host_pb2.HostTablesRequest(match_ids=ids, reason=reason))
-        except Exception as error:
-            log.warning("could not cancel %d tables on a worker: %s", len(ids), error)
+        await worker.cancel_tables(host_pb2.HostTablesRequest(match_ids=ids, reason=reason))
 
-    await asyncio.gather(*(one_worker(w, ids) for w, ids in by_worker(router, match_ids)))
+    try:
+        await router.each_worker(match_ids, one_worker)
+    except Exception as error:
+        log.warning("could not cancel %d tables: %s", len(match_ids), error)

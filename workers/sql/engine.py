@@ -33,15 +33,39 @@ def is_sqlite(engine_or_url: Engine | str) -> bool:
     return url.get_backend_name() == "sqlite"
 
 
-def make_engine(url: str, *, sqlite_synchronous: str | None = None) -> Engine:
-    """An engine for `url`; for SQLite with WAL, fsync policy, foreign keys and explicit transactions."""
+PG_CONNECT: dict[str, Any] = {
+    "connect_timeout": 5,
+    "tcp_user_timeout": 5000,
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 2,
+}
+"""libpq settings: a connection whose packets stop being acknowledged (the database cut off) fails within
+seconds instead of hanging for the kernel's many minutes, so a worker notices and its calls end."""
+
+
+def make_engine(
+    url: str,
+    *,
+    sqlite_synchronous: str | None = None,
+    pool_size: int | None = None,
+    busy_timeout_s: float | None = None,
+) -> Engine:
+    """An engine for `url`; for SQLite with WAL, fsync policy, foreign keys and explicit transactions.
+    `pool_size`: connections kept (default 5 on PostgreSQL, 8 on SQLite), as many more on demand.
+    `busy_timeout_s`: how long SQLite's own busy handler waits for the write lock (default 30 s; 0: the
+    caller retries itself, see workers/sql/leases.py)."""
     if not is_sqlite(url):
-        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+        size = pool_size or 5
+        return create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=size, connect_args=PG_CONNECT)
     synchronous = (sqlite_synchronous or os.environ.get("TABLEHALL_SQLITE_SYNCHRONOUS") or "FULL").upper()
     if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
         raise ValueError(f"SQLite synchronous mode {synchronous!r}: OFF, NORMAL, FULL or EXTRA")
+    size = pool_size or 8
+    busy = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
     engine = create_engine(
-        url, connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_S}, pool_size=8, max_overflow=8
+        url, connect_args={"check_same_thread": False, "timeout": busy}, pool_size=size, max_overflow=size
     )
 
     @event.listens_for(engine, "connect")
@@ -49,7 +73,7 @@ def make_engine(url: str, *, sqlite_synchronous: str | None = None) -> Engine:
         # Let SQLAlchemy, not the driver, decide when a transaction begins (see `_on_begin`).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy * 1000)}")
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute("PRAGMA foreign_keys=ON")

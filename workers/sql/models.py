@@ -97,7 +97,8 @@ class SnapshotRow(SQLModel, table=True):
 
 
 class PartitionRow(SQLModel, table=True):
-    """Who owns a partition, with the fencing epoch every write of its matches is checked against."""
+    """Who owns a partition, with the fencing epoch every write of its matches is checked against. An
+    empty owner: released (a hand-off); `claimed_unix_ms` is when it was last claimed or released."""
 
     __tablename__ = "partitions"
 
@@ -108,12 +109,17 @@ class PartitionRow(SQLModel, table=True):
 
 
 class WorkerRow(SQLModel, table=True):
-    """The last heartbeat of each worker (recovery measures an outage from it)."""
+    """A worker process: its last heartbeat (its leases hold while it is recent; recovery measures an
+    outage from it), where it listens, and its state: active, draining (handing its partitions over),
+    gone (left after handing everything over) or down (marked by a gateway that could not reach it)."""
 
     __tablename__ = "workers"
 
     owner: str = Field(sa_column=Column(String(128), primary_key=True))
     heartbeat_unix_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+    address: str = Field(default="", sa_column=Column(String(256), nullable=False, server_default=""))
+    state: str = Field(default="active", sa_column=Column(String(16), nullable=False, server_default="active"))
+    joined_unix_ms: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, server_default="0"))
 
 
 metadata = SQLModel.metadata

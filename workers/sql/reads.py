@@ -1,4 +1,4 @@
-"""Reads: a match's log, the last heartbeat, and recovery's bulk load of unfinished matches.
+"""Reads: a match's log, the last heartbeat, recovery's bulk load of unfinished matches, one match.
 
 `unfinished` is a fixed number of queries whatever the number of matches (matches, seats with player
 names, snapshots, the events after each snapshot), each selecting by (partition, status) through the
@@ -52,7 +52,18 @@ def unfinished(conn: Connection, partitions: list[int]) -> list[Stored]:
     if not partitions:
         return []
     t = m.matches
-    wanted = and_(t.c.partition.in_(set(partitions)), t.c.status == IN_PROGRESS)
+    return _stored(conn, and_(t.c.partition.in_(set(partitions)), t.c.status == IN_PROGRESS))
+
+
+def load(conn: Connection, match_id: str) -> Stored | None:
+    """One match whatever its status (an ended match read on demand); None if there is none."""
+    found = _stored(conn, m.matches.c.id == match_id)
+    return found[0] if found else None
+
+
+def _stored(conn: Connection, wanted: Any) -> list[Stored]:
+    """The matches `wanted` selects (a condition on `matches`), each with its snapshot and later log."""
+    t = m.matches
 
     seats: dict[str, list[tuple[int, str, bytes]]] = defaultdict(list)
     s, pl = m.seats, m.players

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Engine
 
-from workers.sql import reads, writes
+from workers.leases import LeaseTable, MemberState, Taken
+from workers.sql import leases, reads, writes
 from workers.sql.batching import GroupCommitter, Op, Stats
 from workers.sql.engine import is_sqlite, make_engine
 from workers.sql.migrate import migrate
@@ -39,6 +40,7 @@ class SqlStorage:
         if upgrade:
             migrate(url, self.engine)
         self._writer = GroupCommitter(self._apply, max_batch=max_batch)
+        self.board = leases.Board(url, sqlite_synchronous=sqlite_synchronous)
 
     @classmethod
     async def open(cls, url: str, **kwargs: Any) -> SqlStorage:
@@ -98,10 +100,34 @@ class SqlStorage:
     async def unfinished(self, partitions: list[int]) -> list[Stored]:
         return await self._reading(reads.unfinished, list(partitions))
 
+    async def load(self, match_id: str) -> Stored | None:
+        return await self._reading(reads.load, match_id)
+
     async def log(self, match_id: str) -> list[LogEntry]:
         return await self._reading(reads.log, match_id)
 
+    # -- leases: on a connection and a thread of their own (never waiting behind the writes) ---------
+
+    async def join(self, owner: str, address: str, now_unix_ms: int) -> None:
+        await self.board.join(owner, address, now_unix_ms)
+
+    def renew(self, owner: str, now_unix_ms: int) -> LeaseTable:
+        return self.board.renew(owner, now_unix_ms)
+
+    async def leases(self) -> LeaseTable:
+        return await self.board.leases()
+
+    async def take(self, owner: str, expected: dict[int, int], now_unix_ms: int, lease_ms: int) -> dict[int, Taken]:
+        return await self.board.take(owner, expected, now_unix_ms, lease_ms)
+
+    async def release(self, owner: str, epochs: dict[int, int], now_unix_ms: int) -> None:
+        await self.board.release(owner, epochs, now_unix_ms)
+
+    async def set_state(self, owner: str, state: MemberState) -> None:
+        await self.board.set_state(owner, state)
+
     async def close(self) -> None:
+        await self.board.close()
         await asyncio.to_thread(self._close)
 
     def _close(self) -> None:

@@ -1,0 +1,354 @@
+"""A worker's leases, kept: it heartbeats, takes the free partitions the plan gives it, hands over the
+ones the plan gives another worker (one at a time), drains on SIGTERM, and stops serving everything the
+moment its leases may have run out (before any other worker may take them over).
+
+Timing (`LeaseSettings`): a heartbeat every `beat_ms`, from a thread of its own (a busy event loop never
+lets a lease run out; a loop stuck for `STUCK_S` stops the heartbeats, so its partitions go to others); a
+lease lasts `lease_ms` from the heartbeat that renewed it, as other workers read the heartbeat; this
+worker stops serving `beat_ms` earlier by its own clock (wall clocks may differ by less than that), so it
+has stopped before anyone else may start.
+A hand-off: the old owner refuses the partition's new commands (saying where it went), lets the ones in
+its matches' mailboxes finish, releases the lease (the epoch moves on: nothing more of it can be written
+by the old owner) and tells the new owner to take it, which loads only that partition's matches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import grpc
+
+from protos.tablehall.v1 import host_pb2, host_pb2_grpc
+from workers import metrics
+from workers.host import MatchHost
+from workers.leases import LeaseLost, LeaseTable, MemberState, plan, targets
+
+log = logging.getLogger("tablehall.leases")
+
+STUCK_S = 5.0
+"""An event loop that has not turned for this long is stuck: the heartbeat thread stops renewing."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseSettings:
+    lease_ms: int
+    """How long a lease holds after the heartbeat that renewed it."""
+
+    @property
+    def beat_ms(self) -> int:
+        return max(20, self.lease_ms // 5)
+
+
+class LeaseKeeper:
+    def __init__(
+        self,
+        host: MatchHost,
+        address: str,
+        settings: LeaseSettings,
+        *,
+        on_down: Callable[[], None] | None = None,
+    ) -> None:
+        self.host = host
+        self.storage = host.storage
+        self.owner = host.owner
+        self.address = address
+        self.settings = settings
+        self.on_down = on_down
+        """Called once a gateway marked this worker down (its process should end: it cannot be reached)."""
+        self.table: LeaseTable | None = None
+        self.draining = False
+        self.taking = asyncio.Lock()
+        self.giving: asyncio.Task[None] | None = None
+        self.leaving: set[int] = set()
+        """Partitions in the middle of a hand-off (the heartbeat leaves them alone)."""
+        self.unreleased: dict[int, int] = {}
+        """Partitions closed here whose release could not be written yet (epoch at release)."""
+        self.down = False
+        self.taken_at: dict[int, float] = {}
+        """When each partition's take was committed (monotonic): tables read before that do not know it."""
+        self.lost_at: int | None = None
+        """When this worker stopped serving because its leases ran out (the outage of what it takes back)."""
+        self._expiry: asyncio.TimerHandle | None = None
+        self._acting: asyncio.Task[None] | None = None
+        self._peers: dict[str, grpc.aio.Channel] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._turned = time.monotonic()
+        """When the event loop last turned (the heartbeat thread renews only while it does)."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def lease_ms(self) -> int:
+        return self.settings.lease_ms
+
+    async def start(self) -> None:
+        """Join (serving nothing yet), take what the plan gives this worker, then keep the leases."""
+        self.host.held.clear()  # not the static share: under leases a worker serves only what it took
+        self._loop = asyncio.get_running_loop()
+        await self.storage.join(self.owner, self.address, self.host.clock())
+        await self.tick()
+        self._loop.call_soon(self._turn)
+        self._thread = threading.Thread(target=self._beat, name="tablehall-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _turn(self) -> None:
+        """The event loop turns: noted for the heartbeat thread, every beat."""
+        self._turned = time.monotonic()
+        if not self._stop.is_set() and self._loop is not None:
+            self._loop.call_later(self.settings.beat_ms / 1000, self._turn)
+
+    def _beat(self) -> None:
+        """The heartbeat thread: renew every beat while the event loop turns; hand each result to the loop."""
+        assert self._loop is not None
+        while not self._stop.wait(self.settings.beat_ms / 1000):
+            if time.monotonic() - self._turned > STUCK_S:
+                continue  # a stuck loop serves nobody: let the leases run out
+            sent, now = time.monotonic(), self.host.clock()
+            try:
+                outcome: LeaseTable | Exception = self.storage.renew(self.owner, now)
+            except Exception as error:
+                outcome = error
+            took = time.monotonic() - sent
+            if took * 1000 > self.settings.beat_ms:
+                log.warning("%s: a heartbeat took %.0f ms (a lease lasts %d ms)", self.owner, took * 1e3, self.lease_ms)
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the process is ending
+                self._loop.call_soon_threadsafe(self._renewed, sent, outcome)
+            if isinstance(outcome, LeaseLost):
+                return
+
+    def _renewed(self, sent: float, outcome: LeaseTable | Exception) -> None:
+        """A heartbeat's result, on the loop: extend the leases, then take and give as the plan says."""
+        if isinstance(outcome, LeaseLost):
+            self._down(str(outcome))
+            return
+        if isinstance(outcome, Exception):
+            log.warning("%s: heartbeat failed (%s); leases hold until %.3f", self.owner, outcome, self._until())
+            return
+        self._extend(sent + (self.lease_ms - self.settings.beat_ms) / 1000)
+        self.table = outcome
+        if self._acting is None or self._acting.done():
+            self._acting = asyncio.ensure_future(self._act(outcome, sent))
+
+    async def tick(self) -> None:
+        """One heartbeat from the loop (at the start, and in a drain for a fresh table)."""
+        sent, now = time.monotonic(), self.host.clock()
+        try:
+            table = await asyncio.to_thread(self.storage.renew, self.owner, now)
+        except LeaseLost as error:
+            self._down(str(error))
+            return
+        self._extend(sent + (self.lease_ms - self.settings.beat_ms) / 1000)
+        self.table = table
+        await self._act(table, sent)
+
+    async def _act(self, table: LeaseTable, read_at: float) -> None:
+        """Drop what is no longer ours, then take and give as the plan says (`read_at`: when the table
+        was read, monotonic)."""
+        try:
+            await self._plan(table, read_at)
+        except Exception:
+            log.exception("%s: acting on the lease table failed; the next heartbeat tries again", self.owner)
+
+    async def _plan(self, table: LeaseTable, read_at: float) -> None:
+        now = self.host.clock()
+        self._forget(table, read_at)
+        if self.unreleased:
+            await self._release(dict(self.unreleased))
+        if self.draining:
+            return
+        mine = {p: lease.epoch for p in table.held_by(self.owner) if (lease := table.lease(p)) is not None}
+        busy = set(self.host.held) | self.leaving | set(self.unreleased)
+        back = {p: e for p, e in mine.items() if p not in busy}
+        todo = plan(table, self.owner, now, self.lease_ms)
+        wanted = {p: lease.epoch if (lease := table.lease(p)) is not None else 0 for p in todo.take}
+        if back or wanted:
+            await self.take({**wanted, **back}, table)
+        if todo.give and (self.giving is None or self.giving.done()):
+            self.giving = asyncio.create_task(self._rebalance())
+
+    async def _rebalance(self) -> None:
+        """Give away, one at a time, what the newest table says belongs to another worker now."""
+        while not self.draining and self.table is not None:
+            todo = plan(self.table, self.owner, self.host.clock(), self.lease_ms)
+            give = [(p, to) for p, to in todo.give if p in self.host.held and p not in self.leaving]
+            if not give:
+                return
+            await self.hand_off(*give[0], "rebalance")
+
+    def _forget(self, table: LeaseTable, read_at: float) -> None:
+        """Partitions served here that the table no longer leases to this worker at their epoch (a table
+        read before this worker took a partition says nothing of it)."""
+        for partition, held in list(self.host.held.items()):
+            if self.taken_at.get(partition, 0.0) > read_at:
+                continue
+            lease = table.lease(partition)
+            if lease is None or lease.owner != self.owner or lease.epoch != held.epoch:
+                self.host.lose(partition, "is no longer leased to this worker")
+                metrics.LEASE_LOSSES.labels("fenced").inc()
+
+    async def take(self, expected: dict[int, int], table: LeaseTable | None = None) -> list[int]:
+        """Claim these partitions (at their expected epochs) and serve them; returns those now served."""
+        async with self.taking:
+            expected = {p: e for p, e in expected.items() if p not in self.host.held}
+            if not expected:
+                return []
+            now = self.host.clock()
+            taken = await self.storage.take(self.owner, expected, now, self.lease_ms)
+            committed = time.monotonic()
+            for partition in taken:
+                self.taken_at[partition] = committed
+            if not taken:
+                return []
+            last_alive = {p: t.last_alive_unix_ms for p, t in taken.items()}
+            crashed = []
+            for p in taken:
+                lease = table.lease(p) if table is not None else None
+                if lease is not None and lease.owner == self.owner and self.lost_at is not None:
+                    last_alive[p] = self.lost_at  # taken back after this worker's own leases ran out
+                elif lease is not None and lease.owner and lease.owner != self.owner:
+                    crashed.append(p)
+            started = asyncio.get_running_loop().time()
+            await self.host.acquire({p: t.epoch for p, t in taken.items()}, last_alive)
+            if crashed:
+                worst = max((now - a for p in crashed if (a := last_alive[p]) is not None), default=0)
+                metrics.HANDOFFS.labels("crash").inc(len(crashed))
+                metrics.HANDOFF_SECONDS.labels("crash").observe(
+                    worst / 1000 + asyncio.get_running_loop().time() - started
+                )
+                log.warning("%s took over %d partitions of a worker that stopped (unserved %d ms)",
+                            self.owner, len(crashed), worst)  # fmt: skip
+            return sorted(taken)
+
+    async def hand_off(self, partition: int, to: str, kind: str) -> None:
+        """Give one partition to worker `to`: refuse, settle, close, release, tell it to take it."""
+        held = self.host.held.get(partition)
+        member = self.table.member(to) if self.table is not None else None
+        if held is None or member is None:
+            return
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        self.leaving.add(partition)
+        try:
+            await self.host.release(partition, moved_to=member.address)
+            await self._release({partition: held.epoch})
+        finally:
+            self.leaving.discard(partition)
+        served = False
+        if partition not in self.unreleased:
+            served = await self._tell(member.address, partition, held.epoch + 1)
+        took = loop.time() - started
+        metrics.HANDOFFS.labels(kind).inc()
+        metrics.HANDOFF_SECONDS.labels(kind).observe(took)
+        if served:
+            log.debug("%s handed partition %d to %s (%s) in %.1f ms", self.owner, partition, to, kind, took * 1000)
+        else:
+            log.warning("%s released partition %d for %s (%s), which did not confirm: whoever the table gives it "
+                        "to takes it", self.owner, partition, to, kind)  # fmt: skip
+
+    async def _release(self, epochs: dict[int, int]) -> None:
+        try:
+            await self.storage.release(self.owner, epochs, self.host.clock())
+        except Exception as error:
+            log.warning("%s: releasing partitions %s failed (%s); trying again", self.owner, sorted(epochs), error)
+            self.unreleased.update(epochs)
+            return
+        for partition in epochs:
+            self.unreleased.pop(partition, None)
+
+    async def _tell(self, address: str, partition: int, epoch: int) -> bool:
+        channel = self._peers.get(address)
+        if channel is None:
+            channel = self._peers[address] = grpc.aio.insecure_channel(address)
+        try:
+            reply = await host_pb2_grpc.MatchHostStub(channel).Take(
+                host_pb2.TakeRequest(partition=partition, epoch=epoch), timeout=self.lease_ms / 1000 * 4
+            )
+        except grpc.aio.AioRpcError as error:
+            log.warning("%s: %s did not take partition %d (%s)", self.owner, address, partition, error.code().name)
+            return False
+        return bool(reply.serving)
+
+    async def accept(self, partition: int, epoch: int) -> bool:
+        """A peer handed this partition over (just released at `epoch`): take it now."""
+        if self.draining:
+            return False
+        await self.take({partition: epoch})
+        return partition in self.host.held
+
+    async def drain(self) -> int:
+        """Hand every partition to live peers, one at a time, then leave. Returns how many were handed."""
+        self.draining = True
+        if self.giving is not None:
+            with contextlib.suppress(Exception):
+                await self.giving
+        await self.storage.set_state(self.owner, MemberState.DRAINING)
+        handed = 0
+        while self.host.held:
+            await self.tick()  # a fresh table: peers that joined or died meanwhile
+            table, now = self.table, self.host.clock()
+            target = targets(table, now, self.lease_ms) if table is not None else {}
+            partition = min(self.host.held)
+            if partition not in target:  # no live peer: let everything go at once, for whoever comes next
+                epochs = {p: h.epoch for p, h in self.host.held.items()}
+                for p in list(epochs):
+                    await self.host.release(p)
+                await self._release(epochs)
+                break
+            await self.hand_off(partition, target[partition], "drain")
+            handed += 1
+        with contextlib.suppress(Exception):
+            await self.storage.set_state(self.owner, MemberState.GONE)
+        log.info("%s drained: %d partitions handed to live peers", self.owner, handed)
+        return handed
+
+    def _extend(self, until: float) -> None:
+        """Leases renewed: serve until `until` (loop time), then stop unless renewed again."""
+        self.host.valid_until = until
+        if self._expiry is not None:
+            self._expiry.cancel()
+        self._expiry = asyncio.get_running_loop().call_at(until, self._expired)
+
+    def _until(self) -> float:
+        return self.host.valid_until or 0.0
+
+    def _expired(self) -> None:
+        if not self.host.held:
+            return
+        log.error("%s: no heartbeat got through for a lease; stops serving its %d partitions",
+                  self.owner, len(self.host.held))  # fmt: skip
+        metrics.LEASE_LOSSES.labels("expired").inc()
+        self.lost_at = self.host.clock()
+        for partition in list(self.host.held):
+            self.host.lose(partition, "lease ran out")
+
+    def _down(self, why: str) -> None:
+        if self.down:
+            return
+        self.down = True
+        self._stop.set()
+        log.error("%s: %s; stops serving", self.owner, why)
+        if self.host.held:
+            metrics.LEASE_LOSSES.labels("down").inc()
+        for partition in list(self.host.held):
+            self.host.lose(partition, f"cannot be held: {why}")
+        if self.on_down is not None:
+            self.on_down()
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join)
+        if self._acting is not None:
+            self._acting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._acting
+        if self._expiry is not None:
+            self._expiry.cancel()
+        for channel in self._peers.values():
+            await channel.close()

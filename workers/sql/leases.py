@@ -1,0 +1,191 @@
+"""The lease operations on the `workers` and `partitions` tables, each one short transaction.
+
+They run on a connection of their own, never queued behind the group committer's batches, so a heartbeat
+is never late because many moves are being written. A take is a compare-and-set on the partition's epoch
+(the row is locked first: `FOR UPDATE` on PostgreSQL; SQLite's transactions begin IMMEDIATE), and it
+moves the epoch on, so every write of the previous owner is fenced from then on (workers/sql/writes.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from sqlalchemy import Connection, select, text, update
+from sqlalchemy.exc import OperationalError
+
+from workers.leases import LeaseLost, LeaseTable, Member, MemberState, PartitionLease, Taken
+from workers.sql import models as m
+from workers.sql.engine import make_engine
+from workers.sql.models import rows
+from workers.sql.writes import _insert
+
+BUSY_S = 30.0
+"""How long a lease operation waits for SQLite's write lock at most."""
+FORGET_MS = 3_600_000
+"""A worker row whose heartbeat is older than this and that holds nothing is deleted when another joins."""
+
+
+def join(conn: Connection, owner: str, address: str, now: int) -> None:
+    w, p = m.workers, m.partitions
+    holders = select(p.c.owner).where(p.c.owner != "").scalar_subquery()
+    conn.execute(w.delete().where(w.c.heartbeat_unix_ms < now - FORGET_MS, w.c.owner.not_in(holders)))
+    stmt = _insert(conn, w)
+    values = {"owner": owner, "heartbeat_unix_ms": now, "address": address, "state": MemberState.ACTIVE,
+              "joined_unix_ms": now}  # fmt: skip
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[w.c.owner],
+        set_={k: stmt.excluded[k] for k in ("heartbeat_unix_ms", "address", "state", "joined_unix_ms")},
+    )
+    conn.execute(stmt, values)
+
+
+def renew(conn: Connection, owner: str, now: int) -> LeaseTable:
+    w = m.workers
+    alive = (MemberState.ACTIVE.value, MemberState.DRAINING.value)
+    done = conn.execute(
+        update(w).where(w.c.owner == owner, w.c.state.in_(alive)).values(heartbeat_unix_ms=now)
+    )
+    if done.rowcount == 0:
+        state = conn.execute(select(w.c.state).where(w.c.owner == owner)).scalar()
+        raise LeaseLost(f"{owner} is {state or 'unknown'}: it holds no lease")
+    return read(conn)
+
+
+def read(conn: Connection) -> LeaseTable:
+    w, p = m.workers, m.partitions
+    members = [
+        Member(owner, address, MemberState(state), int(beat))
+        for owner, address, state, beat in rows(conn, select(w.c.owner, w.c.address, w.c.state, w.c.heartbeat_unix_ms))
+    ]
+    leases = [
+        PartitionLease(int(part), owner, int(epoch), int(since))
+        for part, owner, epoch, since in rows(conn, select(p.c.partition, p.c.owner, p.c.epoch, p.c.claimed_unix_ms))
+    ]
+    return LeaseTable.of(members, leases)
+
+
+_PG_LOCK = text(
+    "SELECT partition, owner, epoch, claimed_unix_ms FROM partitions "
+    "WHERE partition = ANY(CAST(:partitions AS int[])) ORDER BY partition FOR UPDATE"
+)
+
+
+def _locked(conn: Connection, partitions: list[int]) -> dict[int, tuple[str, int, int]]:
+    found: list[Any]
+    if conn.dialect.name == "postgresql":
+        found = list(conn.execute(_PG_LOCK, {"partitions": partitions}))
+    else:
+        p = m.partitions
+        query = select(p.c.partition, p.c.owner, p.c.epoch, p.c.claimed_unix_ms).where(p.c.partition.in_(partitions))
+        found = rows(conn, query)
+    return {int(part): (owner, int(epoch), int(since)) for part, owner, epoch, since in found}
+
+
+def take(conn: Connection, owner: str, expected: dict[int, int], now: int, lease_ms: int) -> dict[int, Taken]:
+    if not expected:
+        return {}
+    wanted = sorted(expected)
+    current = _locked(conn, wanted)
+    w, p = m.workers, m.partitions
+    owners = {o for o, _, _ in current.values() if o}
+    beats: dict[str, int] = dict(
+        rows(conn, select(w.c.owner, w.c.heartbeat_unix_ms).where(w.c.owner.in_(owners)))
+    ) if owners else {}  # fmt: skip
+    taken: dict[int, Taken] = {}
+    fresh_rows: list[dict[str, Any]] = []
+    for partition in wanted:
+        if partition not in current:
+            if expected[partition] == 0:
+                fresh_rows.append({"partition": partition, "owner": owner, "epoch": 1, "claimed_unix_ms": now})
+                taken[partition] = Taken(1, None)
+            continue
+        holder, epoch, since = current[partition]
+        if epoch != expected[partition]:
+            continue
+        beat = beats.get(holder) if holder else None
+        if holder and holder != owner and beat is not None and now - beat <= lease_ms:
+            continue  # its owner still holds it (a worker may take back what it still holds on paper)
+        conn.execute(
+            update(p).where(p.c.partition == partition, p.c.epoch == epoch)
+            .values(owner=owner, epoch=epoch + 1, claimed_unix_ms=now)
+        )  # fmt: skip
+        taken[partition] = Taken(epoch + 1, beat if beat is not None else since)
+    if fresh_rows:
+        inserted = conn.execute(_insert(conn, p).on_conflict_do_nothing().returning(p.c.partition), fresh_rows)
+        won = {int(row[0]) for row in inserted}
+        for lost in {int(row["partition"]) for row in fresh_rows} - won:  # another worker created it first
+            taken.pop(lost)
+    return taken
+
+
+def release(conn: Connection, owner: str, epochs: dict[int, int], now: int) -> None:
+    p = m.partitions
+    for partition, epoch in sorted(epochs.items()):
+        conn.execute(
+            update(p).where(p.c.partition == partition, p.c.owner == owner, p.c.epoch == epoch)
+            .values(owner="", epoch=epoch + 1, claimed_unix_ms=now)
+        )  # fmt: skip
+
+
+def set_state(conn: Connection, owner: str, state: MemberState) -> None:
+    w = m.workers
+    conn.execute(update(w).where(w.c.owner == owner).values(state=state.value))
+
+
+class Board:
+    """The lease table's door: every lease operation, each one short transaction on one connection and one
+    thread of their own. Workers use it through `SqlStorage`; gateways and sweeps alone (no writer, no
+    migrations) to read it and to mark a worker down."""
+
+    def __init__(self, url: str, *, sqlite_synchronous: str | None = None) -> None:
+        self.engine = make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=2, busy_timeout_s=0)
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="tablehall-leases")
+
+    def _tx(self, fn: Any, *args: Any) -> Any:
+        """One transaction. SQLite has one write lock for all processes, and its busy handler sleeps up to
+        100 ms between tries while other processes' commits keep taking the lock: a heartbeat waiting
+        there could miss its lease. So the lock is tried here every millisecond instead."""
+        give_up = time.monotonic() + BUSY_S
+        while True:
+            try:
+                with self.engine.connect() as conn, conn.begin():
+                    return fn(conn, *args)
+            except OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > give_up:
+                    raise
+            time.sleep(0.001)
+
+    async def _run(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._tx, fn, *args)
+
+    async def join(self, owner: str, address: str, now_unix_ms: int) -> None:
+        await self._run(join, owner, address, now_unix_ms)
+
+    def renew(self, owner: str, now_unix_ms: int) -> LeaseTable:
+        """Blocking, in the caller's thread (the worker's heartbeat thread) on a connection of the pool."""
+        table: LeaseTable = self._tx(renew, owner, now_unix_ms)
+        return table
+
+    async def leases(self) -> LeaseTable:
+        table: LeaseTable = await self._run(read)
+        return table
+
+    async def take(self, owner: str, expected: dict[int, int], now_unix_ms: int, lease_ms: int) -> dict[int, Taken]:
+        taken: dict[int, Taken] = await self._run(take, owner, dict(expected), now_unix_ms, lease_ms)
+        return taken
+
+    async def release(self, owner: str, epochs: dict[int, int], now_unix_ms: int) -> None:
+        await self._run(release, owner, dict(epochs), now_unix_ms)
+
+    async def set_state(self, owner: str, state: MemberState) -> None:
+        await self._run(set_state, owner, state)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
+        self._thread.shutdown(wait=True)
+        self.engine.dispose()
