@@ -113,6 +113,8 @@ def void(state: State, reason: str, now: Millis) -> tuple[State, tuple[Event, ..
 
 
 def outcome(state: State) -> dict[str, JSON]:
+    """RECORDS.md's status, scores, winners and hands; once finished also `reason` ("score" or "time") and
+    the `flagged` seat of a time loss; once voided `void_reason`, as Spectacular Bid and both views name it."""
     ending = state.ending
     status = "in_progress" if ending is None else "voided" if ending.reason == "void" else "finished"
     out: dict[str, JSON] = {
@@ -121,12 +123,12 @@ def outcome(state: State) -> dict[str, JSON]:
         "winners": [] if ending is None else list(ending.winners),
         "hands": [result.to_json() for result in state.results],
     }
-    if ending is not None:
+    if ending is not None and ending.reason == "void":
+        out["void_reason"] = ending.detail  # the name Spectacular Bid and both views use
+    elif ending is not None:
         out["reason"] = ending.reason
         if ending.flagged is not None:
             out["flagged"] = ending.flagged
-        if ending.detail is not None:
-            out["void"] = ending.detail
     return out
 
 
