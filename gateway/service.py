@@ -10,17 +10,17 @@ import re
 import secrets
 import time
 from collections.abc import AsyncIterator
-from importlib import resources
 from typing import Any, TypeAlias
 
 import grpc
 from google.protobuf.json_format import MessageToDict
 
+from gateway.rulebook import rules_for
 from gateway.status import STATUS, Known, edge, edge_stream
 from gateway.workers import Router
 from protos.tablehall.v1 import host_pb2, matches_pb2, matches_pb2_grpc
 from workers import metrics
-from workers.errors import NotFinished, NotFound, Unauthenticated
+from workers.errors import NotFinished, Unauthenticated
 from workers.games.catalog import game_named
 from workers.games.errors import MalformedAction
 
@@ -64,12 +64,6 @@ def checked_id(match_id: str) -> str:
     if not _MATCH_ID.fullmatch(match_id):
         raise MalformedAction(f"{match_id!r} is not a match id (16 hex digits)")
     return match_id
-
-
-def rules_text(game: str) -> str:
-    if game_named(game) is None:
-        raise NotFound(f"no game {game!r}: spectacular-bid or 501")
-    return resources.files("gateway").joinpath("rules", f"{game}.md").read_text(encoding="utf-8")
 
 
 class MatchesService(matches_pb2_grpc.MatchesServicer):
@@ -186,7 +180,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 
     @edge
     async def GetRules(self, request: matches_pb2.GetRulesRequest, context: Context) -> matches_pb2.Rules:
-        return matches_pb2.Rules(game=request.game, text=rules_text(request.game))
+        return rules_for(request.game)
 
     @edge
     async def GetRecord(self, request: matches_pb2.GetRecordRequest, context: Context) -> matches_pb2.Record:

@@ -2,16 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-RECORDS = Path(__file__).resolve().parent / "records"
-
-
-@pytest.fixture(scope="session")
-def shared_examples() -> Path:
-    path = SHARED / "examples"
-    if not path.is_dir():
-        pytest.fail(f"the shared examples are missing: {path} (CI clones the repo beside shared/)")
-    return path
+RECORDS = REPO / "tests" / "records"
+"""Crafted records, each with its golden output (`X.out.json`) or the error it must give (`X.err.txt`)."""
+EXAMPLES = REPO / "tests" / "examples"
+"""The worked examples of docs/RECORDS.md, with the exact output `tablehall replay` prints for them."""

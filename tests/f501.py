@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.conftest import RECORDS, SHARED
+from tests.conftest import EXAMPLES, RECORDS
 from workers.games.engine import CHANCE, Event, Seat, millis
 from workers.games.five_oh_one import FiveOhOne
 from workers.games.five_oh_one.actions import TRUMPS, parse_action
@@ -24,9 +24,9 @@ def cards(text: str) -> tuple[Card, ...]:
 
 
 def load(path: str) -> dict[str, Any]:
-    """A record from shared/examples ("examples/...") or tests/records (a bare name)."""
+    """A record from tests/examples ("examples/...") or tests/records (a bare name)."""
     if path.startswith("examples/"):
-        return json.loads((SHARED / path).read_text())  # type: ignore[no-any-return]
+        return json.loads((EXAMPLES / path.removeprefix("examples/")).read_text())  # type: ignore[no-any-return]
     return json.loads((RECORDS / path).read_text())  # type: ignore[no-any-return]
 
 

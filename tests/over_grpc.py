@@ -50,11 +50,14 @@ class Service:
         return Recorded(recorder, SeatClient(recorder, match_id, token))  # type: ignore[arg-type]
 
 
-def serve(body: Callable[[Service], Awaitable[T]], timeout: float = 20.0) -> T:
-    """Runs `body` against a fresh service in a fresh event loop; the whole test is bounded by `timeout`."""
+def serve(
+    body: Callable[[Service], Awaitable[T]], timeout: float = 20.0, clock: Callable[[], int] | None = None
+) -> T:
+    """Runs `body` against a fresh service in a fresh event loop; the whole test is bounded by `timeout`.
+    `clock` (unix ms) replaces the worker's wall clock: the test moves time and the timers follow."""
 
     async def main() -> T:
-        host = MatchHost()
+        host = MatchHost() if clock is None else MatchHost(clock=clock)
         gateway = await start_gateway(Router([host]), "127.0.0.1", 0)
         try:
             async with Client(f"127.0.0.1:{gateway.port}") as client:

@@ -34,3 +34,14 @@ def test_crafted_records_match_their_golden_outputs() -> None:
             assert run(load(name)) == load(golden.name), name
             checked += 1
     assert checked >= 10
+
+
+def test_a_void_is_named_void_reason_in_both_games() -> None:
+    """One name across games: a voided 501♠ game prints `void_reason`, as Spectacular Bid and both views do,
+    beside the documented `status`, `scores`, `winners` and `hands` (no ad-hoc `void` or `reason: void`)."""
+    five = run(load("501-void.json"))
+    bid = run(load("sb-void.json"))
+    assert (five["status"], five["void_reason"]) == (bid["status"], bid["void_reason"]) == ("voided", "worker_down")
+    assert {"status", "scores", "winners", "hands"} <= five.keys()
+    assert "void" not in five and "void" not in bid
+    assert five.get("reason") is None

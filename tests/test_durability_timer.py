@@ -19,7 +19,7 @@ from workers.storage import MatchEntry, MemoryStorage, Storage
 
 T0 = 1_700_000_000_000
 TOLERANCE_MS = 1000
-BANK_MS = 5000
+BANK_MS = 10_000
 TOKENS = (b"\x01" * 32, b"\x02" * 32)
 
 

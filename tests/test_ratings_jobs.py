@@ -131,6 +131,16 @@ def test_a_second_beat_does_not_double_the_sweeps(broker: str, tmp_path: Path) -
             stop(b)
 
 
+class Wall:
+    """A wall clock (unix ms) the test moves instead of waiting."""
+
+    def __init__(self, now: int) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -154,7 +164,7 @@ def test_sweep_voids_a_match_whose_owner_was_killed(tmp_path: Path, monkeypatch:
                 try:
                     await stub.Create(host_pb2.HostCreateRequest(
                         match_id=match_id, game="spectacular-bid", players=["ann", "bob"],
-                        options_json='{"bank_s": 0.5, "delay_s": 0.5}',
+                        options_json='{"bank_s": 10, "delay_s": 0}',
                         token_sha256=[token(match_id, 0), token(match_id, 1)], created_unix_ms=created))  # fmt: skip
                     break
                 except grpc.aio.AioRpcError:
@@ -166,11 +176,11 @@ def test_sweep_voids_a_match_whose_owner_was_killed(tmp_path: Path, monkeypatch:
         worker.kill()  # the owner dies with the clock running; its timer dies with it
         worker.wait()
         engine = engine_for(url)
-        await asyncio.sleep(1.5)  # past the deadline (≤ 1 s) and the grace
+        later = unix_ms() + 11_000  # the sweep runs as if 11 s had passed: past the deadline (10 s) and the grace
         async with over_grpc(topology) as settle:
-            report = await sweep_once(engine, settle)
+            report = await sweep_once(engine, settle, now=later)
             assert (report.found, report.settled, report.voided) == (1, 0, {"owner_unreachable": 1})
-            again = await sweep_once(engine, settle)
+            again = await sweep_once(engine, settle, now=later)
             assert (again.found, again.voided) == (0, {})
         with engine.connect() as conn:
             steps = read_log(conn, match_id)
@@ -190,26 +200,28 @@ def test_sweep_settles_through_a_live_owner(tmp_path: Path, monkeypatch: pytest.
 
     async def body(host: MatchHost, finished: list[str]) -> None:
         host.tolerance_ms = 30_000  # the late settlement is within tolerance: a verdict, not a void
-        fast = {"bank_s": 0.3, "delay_s": 0.3}
+        wall = Wall(unix_ms())
+        host.clock = wall  # the worker's timers and settlements read the test's clock
+        fast = {"bank_s": 10, "delay_s": 0}
         match_id = await create(host, "spectacular-bid", ["ann", "bob"], fast)
         idle = await create(host, "spectacular-bid", ["cid", "dee"], fast)  # nobody ever presses Continue
         actor = host.actors[match_id]
         for seat in (0, 1):
-            await actor.command(token(match_id, seat), None, {"do": "ready"}, unix_ms())
+            await actor.command(token(match_id, seat), None, {"do": "ready"}, wall.now)
         turn = actor.game.view(actor.match.state, None).to_json()["turn"]
         for a in host.actors.values():  # the timers are lost
             if a.timer is not None:
                 a.timer.cancel()
                 a.timer = None
-        await asyncio.sleep(1.2)
+        wall.now += 11_000  # past the bank (10 s) and the grace
         assert not actor.match.over
         engine = engine_for(url)
-        report = await sweep_once(engine, in_process([host]))
+        report = await sweep_once(engine, in_process([host]), now=wall.now)
         assert (report.found, report.settled, report.voided) == (2, 2, {})
         outcome = actor.match.outcome()
         assert outcome["status"] == "finished" and outcome["winner"] == 1 - turn  # the flagged player loses
         assert host.actors[idle].match.void_reason == "abandoned"
-        again = await sweep_once(engine, in_process([host]))
+        again = await sweep_once(engine, in_process([host]), now=wall.now)
         assert again.found == 0
         assert finished == [match_id]
         assert rating.rate_match(engine, match_id) == "rated"

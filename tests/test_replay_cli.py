@@ -1,4 +1,4 @@
-"""`tablehall replay` on every crafted record under tests/records/ and on the shared worked examples.
+"""`tablehall replay` on every crafted record under tests/records/ and on the worked examples (tests/examples/).
 
 Conventions: `X.json` with `X.out.json` is the exact stdout (exit 1 when it holds "error", else 0);
 `X.json` with `X.err.txt` is a malformed record: exit 2 and that text on stderr.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RECORDS, SHARED
+from tests.conftest import EXAMPLES, RECORDS
 
 
 def _cases() -> list[Path]:
@@ -56,11 +56,11 @@ def test_enough_crafted_records() -> None:
 
 
 @pytest.mark.parametrize("name", ["sb-opening", "501-seed-example"])
-def test_shared_worked_example(name: str) -> None:
-    path = SHARED / "examples" / f"{name}.json"
+def test_worked_example(name: str) -> None:
+    path = EXAMPLES / f"{name}.json"
     result = _run(path)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == json.loads((SHARED / "examples" / f"{name}.out.json").read_text())
+    assert json.loads(result.stdout) == json.loads((EXAMPLES / f"{name}.out.json").read_text())
 
 
 def test_not_json_exits_2(tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_missing_file_exits_2(tmp_path: Path) -> None:
 
 
 def test_record_from_stdin() -> None:
-    text = (SHARED / "examples" / "sb-opening.json").read_text()
+    text = (EXAMPLES / "sb-opening.json").read_text()
     result = subprocess.run(
         [sys.executable, "-m", "tablehall.cli", "replay", "-"], input=text, capture_output=True, text=True, timeout=60
     )

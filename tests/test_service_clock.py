@@ -16,49 +16,70 @@ from tests.over_grpc import Service, first_to_move, serve
 from workers.games.records import replay
 
 FAILED = grpc.StatusCode.FAILED_PRECONDITION
-SHORT = {"bank_s": 0.3, "delay_s": 0.2, "ready_timeout_s": 0.2}
+SHORT = {"bank_s": 10, "delay_s": 2, "ready_timeout_s": 5}
+"""The shortest clocks the options allow (docs/RULES.md): the test moves an injected wall clock through them."""
+T0 = 1_700_000_000_000
 
 
-def test_a_player_who_does_nothing_loses_on_time_by_the_servers_timer() -> None:
+class Wall:
+    """The one wall clock (unix ms) of the gateway's arrival stamps and the worker's timers; the test moves it."""
+
+    def __init__(self, now: int) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+    def time_ns(self) -> int:
+        return self.now * 1_000_000
+
+
+def test_a_player_who_does_nothing_loses_on_time_by_the_servers_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    wall = Wall(T0)
+    monkeypatch.setattr(gateway.service, "time", wall)
+
     async def body(service: Service) -> None:
         created = await service.client.create_match("spectacular-bid", ["Ana", "Bia"], SHORT)
         seats = [service.client.seat(created.match_id, token) for token in created.tokens]
+        actor = service.actor(created.match_id)
+        stream = aiter(service.client.spectator(created.match_id).updates())
+
+        async def at(ms: int) -> tuple[dict[str, Any], bool]:
+            """Move the wall clock to match time `ms`; the server's own timer publishes what is due then."""
+            wall.now = T0 + ms
+            actor.arm()  # a timer armed for the old reading is re-armed for the new one: due now
+            update = await anext(stream)
+            return json.loads(update.view_json), update.over
+
         # nobody acts at all: the ready timeout starts the clocks, then the bank of the seat to lead runs out
-        watched = [
-            (json.loads(update.view_json), update.over)
-            async for update in service.client.spectator(created.match_id).updates()
-        ]
-        assert [over for _, over in watched] == [False] * (len(watched) - 1) + [True]
-        dealt, _ = watched[0]
-        assert dealt["phase"] == "ready" and dealt["deadline_ms"] == 200
+        update = await anext(stream)
+        dealt, over = json.loads(update.view_json), update.over
+        assert dealt["phase"] == "ready" and dealt["deadline_ms"] == 5_000 and not over
         flagged = dealt["leader"]  # the first round's lead is forced (SB-3): its holder is to move
         assert flagged in (0, 1)
-        # deal, clocks started by the ready timeout, flag: nothing else happened (a timer that fires late may
-        # settle the last two in one go, so the middle one is checked only when it was published on its own)
-        assert len(watched) in (2, 3)
-        if len(watched) == 3:
-            running, _ = watched[1]
-            assert running["phase"] == "lead" and running["turn"] == running["clock_running"] == flagged
-            assert running["deadline_ms"] == 200 + 200 + 300
-        final, _ = watched[-1]
-        assert final["status"] == "finished"
+        running, over = await at(5_000)
+        assert running["phase"] == "lead" and running["turn"] == running["clock_running"] == flagged and not over
+        assert running["deadline_ms"] == 5_000 + 2_000 + 10_000
+        final, over = await at(17_000)
+        assert over and final["status"] == "finished"
         assert (final["winner"], final["reason"]) == (1 - flagged, "time")
-        assert final["banks_ms"][flagged] == 0 and final["banks_ms"][1 - flagged] == 300
+        assert final["banks_ms"][flagged] == 0 and final["banks_ms"][1 - flagged] == 10_000
+        assert await anext(stream, None) is None, "the stream ends after the final update"
         record = await service.client.record(created.match_id)
         assert record["events"] == [], "nobody acted"
-        assert record["end_t"] >= 0.7
+        assert record["end_t"] == 17.0
         outcome = replay(record).to_json()
         assert (outcome["winner"], outcome["reason"]) == (1 - flagged, "time")
         # a command after the deadline is refused, and changes nothing
         _, legal = await seats[flagged].view()
-        before = service.actor(created.match_id).seq
+        before = actor.seq
         with pytest.raises(TablehallError) as caught:
             await seats[flagged].act({"do": "resign"})
         assert caught.value.status == FAILED
-        assert service.actor(created.match_id).seq == before
+        assert actor.seq == before
         assert legal["legal"] == []
 
-    serve(body, timeout=10)
+    serve(body, timeout=10, clock=wall)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from typing import Any
 from gateway.server import start_gateway
 from gateway.workers import Router
 from tablehall.client import Client
+from tests.conftest import EXAMPLES
 from workers.host import MatchHost
 
 
@@ -62,6 +63,5 @@ def test_a_tampered_deal_is_rejected(tmp_path: Path) -> None:
 
 
 def test_a_record_without_commitments_cannot_be_verified(tmp_path: Path) -> None:
-    examples = Path(__file__).resolve().parents[1].parent / "shared" / "examples" / "sb-opening.json"
-    result = verify(tmp_path, json.loads(examples.read_text()))
+    result = verify(tmp_path, json.loads((EXAMPLES / "sb-opening.json").read_text()))
     assert result.returncode == 2 and "cannot be verified" in result.stderr

@@ -1,4 +1,5 @@
-"""The games this service hosts, by their record name."""
+"""The games this service hosts, by their record name. Each game carries its match options (`Game.options`:
+names, ranges, defaults, declared once in the game's `options.py`); everything else reads them from here."""
 
 from __future__ import annotations
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NewType, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NewType, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from workers.games.options import OptionSpec
 
 Seat = NewType("Seat", int)
 Millis = NewType("Millis", int)
@@ -73,6 +76,8 @@ class Game(Protocol[S, A, D]):
     max_seats: int
     deals_key: str
     """Where a record keeps this game's deals, in order ("rounds" or "hands")."""
+    options: tuple[OptionSpec, ...]
+    """The match options this game takes, with their ranges and defaults: declared once, here."""
 
     def start(self, seats: int, options: Mapping[str, JSON], lot: Seat = Seat(0)) -> S:
         """A new match. `lot` is the host's draw by lot where the game needs one (501♠'s first dealer)."""

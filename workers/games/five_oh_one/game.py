@@ -9,6 +9,7 @@ from workers.games.errors import MalformedAction
 from workers.games.five_oh_one import deals, legal, rules
 from workers.games.five_oh_one.actions import Action, parse_action
 from workers.games.five_oh_one.cards import DECK
+from workers.games.five_oh_one.options import OPTIONS
 from workers.games.five_oh_one.state import Deal, State
 from workers.games.five_oh_one.view import TableView, view
 
@@ -20,6 +21,7 @@ class FiveOhOne:
     min_seats = 3
     max_seats = 4
     deals_key = "hands"
+    options = OPTIONS
 
     def start(self, seats: int, options: Mapping[str, JSON], lot: Seat = FIRST_SEAT) -> State:
         return rules.start(seats, options, lot)

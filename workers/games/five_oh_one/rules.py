@@ -5,15 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from workers.games.clock import Clock, ClockSettings
-from workers.games.engine import CHANCE, JSON, Event, Millis, Seat, millis, seconds
+from workers.games.engine import CHANCE, JSON, Event, Millis, Seat, seconds
 from workers.games.errors import IllegalAction, MalformedAction
 from workers.games.five_oh_one import bidding, tricks
 from workers.games.five_oh_one.actions import Abandon, Bid, Declare, Look, Pass, Play
 from workers.games.five_oh_one.deals import bidding as begin
+from workers.games.five_oh_one.options import parse as parse_options
 from workers.games.five_oh_one.scoring import by_score, by_time, settle
 from workers.games.five_oh_one.state import Bidding, Contract, Deal, Ending, HandResult, State, Table, Tricks
-
-START_SCORE = 501  # F-1
 
 
 def start(seats: int, options: Mapping[str, JSON], lot: Seat) -> State:
@@ -21,21 +20,10 @@ def start(seats: int, options: Mapping[str, JSON], lot: Seat) -> State:
         raise MalformedAction(f"501 is played by 3 or 4 players, not {seats}")
     if not 0 <= lot < seats:
         raise MalformedAction(f"the first dealer must be one of the {seats} seats, not {lot}")
-    unknown = set(options) - {"start_score", "decision_limit_s"}
-    if unknown:
-        raise MalformedAction(f"unknown 501 option(s): {', '.join(sorted(unknown))}")
-    start_score = options.get("start_score", START_SCORE)
-    if not isinstance(start_score, int) or isinstance(start_score, bool) or start_score <= 0:
-        raise MalformedAction(f'"start_score" must be a whole number above 0, not {start_score!r}')
-    raw_limit = options.get("decision_limit_s")
-    limit: Millis | None = None
-    if raw_limit is not None:
-        if not isinstance(raw_limit, int | float) or isinstance(raw_limit, bool) or not 0 < raw_limit < 10**6:
-            raise MalformedAction(f'"decision_limit_s" must be a positive number of seconds, not {raw_limit!r}')
-        limit = millis(raw_limit)
-    table = Table(seats, start_score, limit, lot)
-    clock = None if limit is None else Clock.fresh(ClockSettings(Millis(0), limit), seats)
-    return State(table, (start_score,) * seats, lot, None, (), clock)
+    chosen = parse_options(options)
+    table = Table(seats, chosen.start_score, chosen.limit, lot)
+    clock = None if chosen.limit is None else Clock.fresh(ClockSettings(Millis(0), chosen.limit), seats)
+    return State(table, (chosen.start_score,) * seats, lot, None, (), clock)
 
 
 def options_json(state: State) -> dict[str, JSON]:
@@ -113,6 +101,8 @@ def void(state: State, reason: str, now: Millis) -> tuple[State, tuple[Event, ..
 
 
 def outcome(state: State) -> dict[str, JSON]:
+    """RECORDS.md's status, scores, winners and hands; once finished also `reason` ("score" or "time") and
+    the `flagged` seat of a time loss; once voided `void_reason`, as Spectacular Bid and both views name it."""
     ending = state.ending
     status = "in_progress" if ending is None else "voided" if ending.reason == "void" else "finished"
     out: dict[str, JSON] = {
@@ -121,12 +111,12 @@ def outcome(state: State) -> dict[str, JSON]:
         "winners": [] if ending is None else list(ending.winners),
         "hands": [result.to_json() for result in state.results],
     }
-    if ending is not None:
+    if ending is not None and ending.reason == "void":
+        out["void_reason"] = ending.detail  # the name Spectacular Bid and both views use
+    elif ending is not None:
         out["reason"] = ending.reason
         if ending.flagged is not None:
             out["flagged"] = ending.flagged
-        if ending.detail is not None:
-            out["void"] = ending.detail
     return out
 
 

@@ -9,7 +9,8 @@ from workers.games.engine import JSON, Event, Millis, Seat, seconds
 from workers.games.errors import MalformedAction
 from workers.games.spectacular_bid import rules
 from workers.games.spectacular_bid.actions import Action, Deal, parse_action
-from workers.games.spectacular_bid.state import Options, Phase, State
+from workers.games.spectacular_bid.options import OPTIONS, Options
+from workers.games.spectacular_bid.state import Phase, State
 from workers.games.spectacular_bid.tiles import TILES
 from workers.games.spectacular_bid.view import MatchView, status, view
 
@@ -21,6 +22,7 @@ class SpectacularBid:
     min_seats = 2
     max_seats = 2
     deals_key = "rounds"
+    options = OPTIONS
 
     def start(self, seats: int, options: Mapping[str, JSON], lot: Seat = Seat(0)) -> State:
         if seats != 2:

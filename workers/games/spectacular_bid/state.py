@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from workers.games.clock import Clock, ClockSettings
-from workers.games.engine import JSON, Millis, Seat, millis, seconds
-from workers.games.errors import MalformedAction
+from workers.games.clock import Clock
+from workers.games.engine import JSON, Millis, Seat
 from workers.games.spectacular_bid.layout import Layout
+from workers.games.spectacular_bid.options import Options
 from workers.games.spectacular_bid.tiles import Tile
 
 SEATS = (Seat(0), Seat(1))
@@ -20,55 +19,6 @@ JOCKEY_DISCOUNT = 15
 
 def other(seat: Seat) -> Seat:
     return Seat(1 - seat)
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    start_points: int = 150
-    bank: Millis = Millis(120_000)
-    delay: Millis = Millis(10_000)
-    ready_timeout: Millis = Millis(60_000)
-    shared_device: bool = False
-
-    @staticmethod
-    def parse(raw: Mapping[str, JSON]) -> Options:
-        known = {"start_points", "bank_s", "delay_s", "ready_timeout_s", "shared_device"}
-        unknown = set(raw) - known
-        if unknown:
-            raise MalformedAction(f"unknown option(s) {', '.join(sorted(unknown))}")
-        start = raw.get("start_points", 150)
-        if not isinstance(start, int) or isinstance(start, bool) or not 5 <= start <= 10_000 or start % 5:
-            raise MalformedAction(f"start_points must be a multiple of 5 from 5 to 10000, not {start!r}")
-        shared = raw.get("shared_device", False)
-        if not isinstance(shared, bool):
-            raise MalformedAction("shared_device must be true or false")
-
-        def duration(key: str, default: float, least: float) -> Millis:
-            value = raw.get(key, default)
-            if not isinstance(value, int | float) or isinstance(value, bool) or not least <= value <= 86_400:
-                raise MalformedAction(f"{key} must be a number of seconds from {least} to 86400, not {value!r}")
-            return millis(value)
-
-        return Options(
-            start,
-            duration("bank_s", 120, 0),
-            duration("delay_s", 10, 0),
-            duration("ready_timeout_s", 60, 0),
-            shared,
-        )
-
-    def to_json(self) -> dict[str, JSON]:
-        return {
-            "start_points": self.start_points,
-            "bank_s": seconds(self.bank),
-            "delay_s": seconds(self.delay),
-            "ready_timeout_s": seconds(self.ready_timeout),
-            "shared_device": self.shared_device,
-        }
-
-    @property
-    def clock(self) -> ClockSettings:
-        return ClockSettings(self.bank, self.delay)
 
 
 class Phase(Enum):
