@@ -151,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             host, port = settings(args.host, args.port)
             web = WebSettings.of(args.web_port, args.cors_origins, DEFAULT_WEB_PORT if port else 0)
+            if _cannot_listen("serve", host, port):
+                return EXIT_MALFORMED
             asyncio.run(serve(host, port, args.workers or 0, args.database_url, args.metrics_port, web))
             return 0
         if args.command == "gateway":
@@ -160,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tablehall.serve import run_gateway, settings
 
             web = WebSettings.of(args.web_port, args.cors_origins, None)
+            if _cannot_listen("gateway", *settings(args.host, args.port)):
+                return EXIT_MALFORMED
             asyncio.run(
                 run_gateway(
                     *settings(args.host, args.port), args.workers, args.worker_address, args.metrics_port, web
@@ -170,7 +174,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             import asyncio
 
             from tablehall.serve import run_worker
+            from workers.settings import Topology
 
+            port = args.port if args.port is not None else Topology.from_env(args.workers).base_port + args.ordinal
+            if _cannot_listen("worker", args.host, port):
+                return EXIT_MALFORMED
             asyncio.run(
                 run_worker(args.ordinal, args.workers, args.host, args.port, args.database_url, args.metrics_port)
             )
@@ -233,11 +241,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             return bot_command(args.address, args.match, args.token, args.greedy, args.seed, args.think)
     except KeyboardInterrupt:
         return 130
+    except Exception as error:
+        from tablehall.startup import explain
+
+        line = explain(error)
+        if line is None:
+            raise
+        print(f"tablehall {args.command}: {line}", file=sys.stderr)
+        return EXIT_MALFORMED
     parser.error("unknown command")
     return EXIT_MALFORMED
 
 
 _UNREADABLE = object()
+
+
+def _cannot_listen(command: str, host: str, port: int) -> bool:
+    """True after saying why `host:port` cannot be listened on (before anything starts)."""
+    from tablehall.startup import port_taken
+
+    reason = port_taken(host, port)
+    if reason is not None:
+        print(f"tablehall {command}: {reason}", file=sys.stderr)
+    return reason is not None
 
 
 def _read_json(command: str, file: str) -> object:

@@ -9,6 +9,10 @@ instead of rewriting pages) with `synchronous=FULL`: every commit fsyncs the WAL
 command survives a power loss or an OS crash, not only a killed process (`NORMAL` would survive kill -9
 but may lose the last commits on power loss). Group commit pays that fsync once per batch, so FULL costs
 little throughput; `TABLEHALL_SQLITE_SYNCHRONOUS=NORMAL` trades it away if wanted.
+
+`make_engine` is where every process opens its database (serve, worker, the Celery side, organizers,
+tournaments), so it is also where a database that cannot be used becomes one clear `DatabaseUnusable`
+(not a URL, an unknown or missing driver, nothing there to connect to): it connects once before returning.
 """
 
 from __future__ import annotations
@@ -17,10 +21,20 @@ import os
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 DEFAULT_DATABASE_URL = "sqlite:///tablehall.db"
 BUSY_TIMEOUT_S = 30.0
+
+
+SHOWN_URL_CHARS = 120
+"""A URL that cannot be parsed is quoted up to this length (never a huge input)."""
+URL_FORMS = "sqlite:///FILE or postgresql+psycopg://USER@HOST:PORT/DATABASE"
+
+
+class DatabaseUnusable(Exception):
+    """The database at a URL cannot be used; the message is one line, with any password hidden."""
 
 
 def database_url() -> str:
@@ -29,11 +43,45 @@ def database_url() -> str:
 
 
 def is_sqlite(engine_or_url: Engine | str) -> bool:
-    url = engine_or_url.url if isinstance(engine_or_url, Engine) else make_url(engine_or_url)
+    url = engine_or_url.url if isinstance(engine_or_url, Engine) else parse_url(engine_or_url)
     return url.get_backend_name() == "sqlite"
 
 
+def parse_url(url: str) -> URL:
+    """`url` parsed, or `DatabaseUnusable` saying which forms are expected."""
+    try:
+        return make_url(url)
+    except ArgumentError:
+        shown = url if len(url) <= SHOWN_URL_CHARS else url[:SHOWN_URL_CHARS] + "…"
+        raise DatabaseUnusable(f"{shown!r} is not a database URL (expected {URL_FORMS})") from None
+
+
 def make_engine(url: str, *, sqlite_synchronous: str | None = None) -> Engine:
+    """An engine for `url` that has connected once; `DatabaseUnusable` when it cannot."""
+    parsed = parse_url(url)
+    shown = parsed.render_as_string(hide_password=True)
+    try:
+        engine = _engine(url, sqlite_synchronous)
+    except (NoSuchModuleError, ImportError) as error:
+        raise DatabaseUnusable(
+            f"{shown}: no driver for {parsed.drivername!r} ({error}; expected {URL_FORMS})"
+        ) from None
+    try:
+        with engine.connect():
+            pass
+    except DBAPIError as error:
+        engine.dispose()
+        raise DatabaseUnusable(f"cannot open the database {shown}: {_reason(error)}") from None
+    return engine
+
+
+def _reason(error: DBAPIError) -> str:
+    """The driver's own words, on one line ("database "x" does not exist", "unable to open database file")."""
+    words = " ".join(str(error.orig).split())
+    return words.rsplit("FATAL: ", 1)[-1][:300]
+
+
+def _engine(url: str, sqlite_synchronous: str | None) -> Engine:
     """An engine for `url`; for SQLite with WAL, fsync policy, foreign keys and explicit transactions."""
     if not is_sqlite(url):
         return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
