@@ -296,14 +296,12 @@ def bot_command(address: str, match_id: str, token: str, greedy: bool, seed: int
         print(f"{seq:>4}  {describe(action, after)}", flush=True)
 
     try:
-        final = asyncio.run(
-            run_bot(address, match_id, token, greedy=greedy, seed=seed, think_s=think_s, report=report)
-        )
+        final = asyncio.run(run_bot(address, match_id, token, greedy=greedy, seed=seed, think_s=think_s, report=report))
     except ServiceUnreachable as error:
         print(f"tablehall bot: {error}", file=sys.stderr)
         return 2
     except TablehallError as error:
-        print(f"tablehall bot: match {match_id[:40]}: {error} ({error.code or error.status.name})", file=sys.stderr)
+        print(f"tablehall bot: match {match_id[:40]}: {error.line()}", file=sys.stderr)
         return 2 if error.status in WRONG_INPUT else 1
     except ConnectionError as error:
         print(f"tablehall bot: {error}", file=sys.stderr)

@@ -133,6 +133,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     bot.add_argument("--seed", type=int, default=None)
     bot.add_argument("--think", type=float, default=0.0, help="seconds to wait before each move")
 
+    record = commands.add_parser("record", help="a finished match's record from the service (for verify, replay)")
+    record.add_argument("match", help="the match id")
+    record.add_argument("--out", type=Path, default=None, help="write it here (default: standard output)")
+    record.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
+
     from tablehall.organize_args import add_commands
 
     add_commands(commands, address)  # organizer, tables, tournament
@@ -143,6 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay(args.file)
         if args.command == "verify":
             return _verify(args.file)
+        if args.command == "record":
+            from tablehall.records import record_command
+
+            return record_command(args.address, args.match, args.out)
         if args.command == "serve":
             import asyncio
 
@@ -295,7 +304,9 @@ def _verify(file: str) -> int:
         problems = broken_commitments(record, game.deals_key)
         result = replay(record)
     except (NotVerifiable, MalformedRecord) as err:
-        print(f"tablehall verify: {file} cannot be verified: {err}", file=sys.stderr)
+        served = "" if not isinstance(record, dict) or "commitments" in record else (
+            " (a served match's record has them: tablehall record MATCH; tablehall demo --record files do not)")
+        print(f"tablehall verify: {file} cannot be verified: {err}{served}", file=sys.stderr)
         return EXIT_MALFORMED
     if result.error is not None:
         problems.append(f"event {result.event} is illegal: {result.error}")

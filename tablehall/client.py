@@ -36,6 +36,11 @@ class TablehallError(Exception):
         self.status = status
         self.code = code
 
+    def line(self, limit: int = 300) -> str:
+        """The message and its code on one line for a terminal, clipped: a refusal may quote a huge input."""
+        text = " ".join(str(self).split())
+        return f"{text if len(text) <= limit else text[:limit] + '…'} ({self.code or self.status.name})"
+
     @staticmethod
     def of(error: grpc.aio.AioRpcError) -> TablehallError:
         code = next((str(v) for k, v in error.trailing_metadata() or () if k == ERROR_CODE_KEY), "")

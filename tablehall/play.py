@@ -375,7 +375,7 @@ async def _join(client: Client, match_id: str, token: str | None) -> Table:
     try:
         _, view = await seat.view()
     except TablehallError as error:
-        raise CannotStart(f"cannot join match {match_id[:40]}: {error} ({error.code or error.status.name})") from None
+        raise CannotStart(f"cannot join match {match_id[:40]}: {error.line()}") from None
     names = [f"seat {i}" for i in range(len(view.get("scores") or view.get("points") or []))]
     return Table(match_id, {int(view["seat"]): seat}, {int(view["seat"]): token}, names, {})
 
@@ -388,7 +388,7 @@ async def _create(
     try:
         created = await client.create_match(game, names, options, shared_device=shared and game == SB)
     except TablehallError as error:
-        raise CannotStart(f"cannot create the match: {error} ({error.code or error.status.name})") from None
+        raise CannotStart(f"cannot create the match: {error.line()}") from None
     humans = range(count) if shared else range(1)
     seats = {i: client.seat(created.match_id, created.tokens[i]) for i in humans}
     robots = range(1, count) if vs == "bot" and not shared else range(0)
