@@ -184,7 +184,8 @@ async def _tables_create(call: _Caller, args: argparse.Namespace) -> int:
 
 async def _tables_start(call: _Caller, args: argparse.Namespace) -> int:
     started = await call("StartTables", tournaments_pb2.StartTablesRequest(batch_id=args.batch))
-    print(f"batch {started.batch_id}: {started.started} tables running since {when_text(started.started_unix_ms)}")
+    since = when_text(started.started_unix_ms)
+    print(f"batch {started.batch_id}: {started.started} held tables started now; its clocks run since {since}")
     return 0
 
 
