@@ -47,10 +47,10 @@ def run(args: argparse.Namespace) -> int:
             return _organizer(args.name, args.database_url)
         return asyncio.run(_remote(args, console))
     except BadInput as error:
-        console.print(f"tablehall {args.command}: {error}", markup=False)
+        console.print(f"tablehall {args.command}: {error}", markup=False, soft_wrap=True)
         return EXIT_INPUT
-    except TablehallError as error:
-        console.print(f"tablehall {args.command}: {error} ({error.code or error.status.name})", markup=False)
+    except TablehallError as error:  # one line, however long (a terminal wraps it, a log keeps it whole)
+        console.print(f"tablehall {args.command}: {error.line()}", markup=False, soft_wrap=True)
         return EXIT_REFUSED
 
 

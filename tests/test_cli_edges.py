@@ -176,3 +176,10 @@ def test_grpc_failing_to_bind_after_the_check_is_one_line_too() -> None:
     line = explain(RuntimeError(grpc_words))
     assert line is not None and line.startswith("cannot listen on 127.0.0.1:5 (")
     assert explain(RuntimeError("something else")) is None and explain(KeyError("x")) is None
+
+
+def test_an_organizer_command_without_a_service_is_one_line() -> None:
+    """The organizers' commands keep their documented exit 1 for a service they cannot reach, on one line."""
+    with closed_port() as port:
+        ran = run("tournament", "status", "t1", "--address", f"127.0.0.1:{port}", "--key", "k")
+    assert ran.code == 1 and "(UNAVAILABLE)" in ran.one_line("tournament")
