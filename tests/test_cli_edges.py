@@ -15,11 +15,13 @@ from dataclasses import dataclass
 
 import pytest
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from tablehall.client import Client
 from tablehall.startup import explain
 from tests.storage_backends import PG_ADMIN_URL
 from tests.test_bots import serve
+from workers.sql.engine import DatabaseUnusable, make_engine
 
 CLI = [sys.executable, "-m", "tablehall.cli"]
 BOUND_S = 60.0
@@ -183,3 +185,10 @@ def test_an_organizer_command_without_a_service_is_one_line() -> None:
     with closed_port() as port:
         ran = run("tournament", "status", "t1", "--address", f"127.0.0.1:{port}", "--key", "k")
     assert ran.code == 1 and "(UNAVAILABLE)" in ran.one_line("tournament")
+
+
+def test_a_database_outage_is_still_an_operational_error() -> None:
+    """What retries on a database outage (the Celery tasks: autoretry_for OperationalError) still does."""
+    with pytest.raises(OperationalError) as caught:
+        make_engine(missing_postgres_database())
+    assert isinstance(caught.value, DatabaseUnusable) and "does not exist" in str(caught.value)

@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
 DEFAULT_DATABASE_URL = "sqlite:///tablehall.db"
 BUSY_TIMEOUT_S = 30.0
@@ -35,6 +35,18 @@ URL_FORMS = "sqlite:///FILE or postgresql+psycopg://USER@HOST:PORT/DATABASE"
 
 class DatabaseUnusable(Exception):
     """The database at a URL cannot be used; the message is one line, with any password hidden."""
+
+
+class DatabaseUnreachable(DatabaseUnusable, OperationalError):
+    """No connection to the database (none there, refused, a missing file's folder). Still an
+    `OperationalError`, so what retries on a database outage (the Celery tasks) retries on this too."""
+
+    def __init__(self, message: str, error: DBAPIError) -> None:
+        OperationalError.__init__(self, error.statement, error.params, error.orig or error)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def database_url() -> str:
@@ -71,7 +83,7 @@ def make_engine(url: str, *, sqlite_synchronous: str | None = None) -> Engine:
             pass
     except DBAPIError as error:
         engine.dispose()
-        raise DatabaseUnusable(f"cannot open the database {shown}: {_reason(error)}") from None
+        raise DatabaseUnreachable(f"cannot open the database {shown}: {_reason(error)}", error) from None
     return engine
 
 
