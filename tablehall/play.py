@@ -322,7 +322,7 @@ async def run_play(
             else:
                 table = await _create(client, game, vs, shared, players or (2 if game == SB else 3), name, options)
         except (ServiceUnreachable, TablehallError, CannotStart) as error:
-            print(f"tablehall play: {error}", file=sys.stderr)
+            print(f"tablehall play: {_said(error)}", file=sys.stderr)
             return 2
         if join is None:
             _introduce(console, address, game, vs, shared, table)
@@ -341,7 +341,7 @@ async def run_play(
             for line in leave_lines(address, table, left.view):
                 session.print(line)
         except (TablehallError, ConnectionError) as error:
-            print(f"tablehall play: {error}", file=sys.stderr)
+            print(f"tablehall play: {_said(error)}", file=sys.stderr)
             return 1
         finally:
             if robots and not quit:
@@ -349,6 +349,10 @@ async def run_play(
             for robot in robots:
                 robot.cancel()
     return 0
+
+
+def _said(error: Exception) -> str:
+    return error.line() if isinstance(error, TablehallError) else str(error)
 
 
 class CannotStart(Exception):
