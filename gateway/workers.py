@@ -303,12 +303,15 @@ async def router_for(topology: Topology, url: str, *, probe: bool = True) -> Asy
 
     if url == MEMORY:
         raise NoLeases("the workers' leases need a database (TABLEHALL_DATABASE_URL), or static routes (--workers N)")
-    board = Board(url)
+    try:
+        board = await asyncio.to_thread(Board, url)
+    except Exception as error:
+        raise NoLeases(f"cannot reach the lease table ({error})") from None
     try:
         routes = await LeasedRoutes(board, lease_ms(), GrpcWorker, probe=probe).start()
     except Exception as error:
         await board.close()
-        raise NoLeases(f"cannot read the lease table at {url} ({type(error).__name__}: {error})") from None
+        raise NoLeases(f"cannot read the lease table ({type(error).__name__}: {error})") from None
     try:
         yield Router(routes)
     finally:

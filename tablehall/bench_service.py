@@ -13,7 +13,9 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,21 +26,45 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tablehall.client import Client, Result, SeatClient
+from tablehall.bots import choose
+from tablehall.client import Client, Result, SeatClient, ServiceUnreachable, TablehallError
 
 PLAYERS = {"spectacular-bid": ["A", "B"], "501": ["A", "B", "C"]}
-_NEVER = {"resign", "abandon"}
+DECISION_LIMIT_S = 30.0
+"""501♠ has no resignation: the bench's 501♠ matches carry this decision limit, so a match it leaves (Ctrl-C,
+an error) ends on time within it instead of staying in progress; its bots answer in milliseconds."""
+OPTIONS: dict[str, dict[str, Any]] = {"spectacular-bid": {}, "501": {"decision_limit_s": DECISION_LIMIT_S}}
+RETRIES = 3
+"""A bot gives its match up after this many refusals in a row on one view, or this many dropped streams."""
+DROPPED = (TablehallError, grpc.aio.AioRpcError, asyncio.InvalidStateError)
+"""What a broken or cancelled `Play` stream raises on reading or writing."""
 
 
 @dataclass
 class Tally:
     command_s: list[float] = field(default_factory=list)
     ping_s: list[float] = field(default_factory=list)
-    refused: int = 0
+    refused: Counter[str] = field(default_factory=Counter)
+    """Refused commands by error code (`illegal_action`: the match had moved on — a deadline, another seat)."""
+    dropped: int = 0
+    """Streams that broke or were cancelled (each resumed after the last update seen)."""
+    finished: int = 0
+    resigned: int = 0
+    """Matches the bench ended by resigning a seat (interrupted, or a bot gave up)."""
+    left_to_limit: int = 0
+    """501♠ matches left unfinished: they end on time within `DECISION_LIMIT_S`."""
     wall_s: float = 0.0
     idle_ping_s: list[float] = field(default_factory=list)
     cpu_s: dict[str, float] = field(default_factory=dict)
     """CPU seconds spent during the load, per process of the service and by the load generator."""
+
+
+class GaveUp(Exception):
+    """A seat's bot cannot go on: refused again and again on one view, or its stream kept dropping."""
+
+
+class ServiceDidNotStart(Exception):
+    """`tablehall serve` exited (or said something else) before serving; the message is its last words."""
 
 
 def cpu_seconds(root: int | None) -> dict[str, float]:
@@ -68,79 +94,138 @@ def quantile(values: list[float], q: float) -> float:
 
 @contextlib.asynccontextmanager
 async def service(address: str | None, workers: int, database_url: str) -> AsyncIterator[tuple[str, int | None]]:
+    """The gateway to load: `address`, or a `tablehall serve` started here in its own session, so that a
+    Ctrl-C in the terminal reaches the bench alone, which ends its matches before stopping the service."""
     if address is not None:
         yield address, None
         return
     env = {**os.environ, "TABLEHALL_LOG_LEVEL": "WARNING"}
     command = [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0", "--database-url", database_url]
-    process = subprocess.Popen([*command, "--workers", str(workers)], stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        assert process.stdout is not None
-        line = await asyncio.to_thread(process.stdout.readline)
-        if "serving on" not in line:
-            raise RuntimeError(f"tablehall serve did not start: {line!r}")
-        yield line.split("serving on ", 1)[1].split()[0], process.pid
-    finally:
-        process.terminate()
-        await asyncio.to_thread(process.wait, 10)
+    command += ["--workers", str(workers), "--web-port", "off"]
+    with tempfile.TemporaryFile("w+") as said:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=said, text=True, env=env,
+                                   start_new_session=True)  # fmt: skip
+        try:
+            assert process.stdout is not None
+            line = await asyncio.to_thread(process.stdout.readline)
+            if "serving on" not in line:
+                await asyncio.to_thread(process.wait, 10)
+                said.seek(0)
+                last = (said.read().strip().splitlines() or [line.strip() or "it said nothing"])[-1]
+                raise ServiceDidNotStart(last.removeprefix("tablehall serve: "))
+            yield line.split("serving on ", 1)[1].split()[0], process.pid
+        finally:
+            process.terminate()
+            await asyncio.to_thread(process.wait, 10)
 
 
 async def bot(seat: SeatClient, rng: random.Random, tally: Tally) -> None:
-    """One seat on a `Play` session: act when the newest view offers something and no command of ours
-    is in flight; a view older than our last change is stale and waits for the next update."""
-    session = await seat.session()
-    view: dict[str, Any] = {"legal": []}
-    seen = acted = 0
+    """One seat on a `Play` session, choosing as `tablehall.bots` does from the view alone (a 501♠ bid is an
+    amount in the legal range). A refused command is counted and the bot waits for a newer view; a dropped
+    stream is counted and resumed after the last update seen. Returns when the match is over."""
+    seen = 0
+    for _ in range(RETRIES + 1):
+        try:
+            seen = await _session(seat, rng, tally, seen)
+            return
+        except DROPPED:
+            tally.dropped += 1
+    raise GaveUp(f"the stream of match {seat.match_id} kept dropping")
+
+
+async def _session(seat: SeatClient, rng: random.Random, tally: Tally, after: int) -> int:
+    """Play on one stream from `after` until the match ends; the last seq seen."""
+    session = await seat.session(after_seq=after)
+    seen, acted, refusals = after, 0, 0
+    view: dict[str, Any] = {}
     sent_at: float | None = None
     try:
         async for event in session.events():
             if isinstance(event, Result):
-                assert sent_at is not None
                 if event.error is None:
-                    tally.command_s.append(time.perf_counter() - sent_at)
-                    acted = event.seq
-                elif event.error.status == grpc.StatusCode.FAILED_PRECONDITION:
-                    tally.refused += 1  # the match moved on (a deadline, the other seat)
+                    tally.command_s.append(time.perf_counter() - (sent_at or 0.0))
+                    acted, refusals = event.seq, 0
                 else:
-                    raise event.error
+                    tally.refused[event.error.code or event.error.status.name] += 1
+                    refusals += 1
+                    if refusals > RETRIES:
+                        raise GaveUp(f"match {seat.match_id}: refused {refusals} times ({event.error.line()})")
                 sent_at = None
-            else:
-                seen, view = event
-            if sent_at is None and seen >= acted:
-                legal = [a for a in view["legal"] if a["do"] not in _NEVER]
-                if legal:
-                    sent_at = time.perf_counter()
-                    await session.send(rng.choice(legal))
+            elif event[0] > seen:
+                (seen, view), refusals = event, 0
+            action = choose(view, rng, greedy=False) if sent_at is None and seen >= acted and view else None
+            if action is not None:
+                sent_at = time.perf_counter()
+                await session.send(action)
+        return seen
     finally:
-        await session.close()
+        with contextlib.suppress(*DROPPED):
+            await session.close()
 
 
 async def one_match(client: Client, game: str, rng: random.Random, tally: Tally) -> None:
-    created = await client.create_match(game, PLAYERS[game])
+    """Bots play every seat; whatever stops them (Ctrl-C, a bot giving up), the match does not stay running."""
+    created = await client.create_match(game, PLAYERS[game], OPTIONS[game])
     seats = [client.seat(created.match_id, token) for token in created.tokens]
-    await asyncio.gather(*(bot(seat, random.Random(rng.random()), tally) for seat in seats))
+    ended = False
+    try:
+        await asyncio.gather(*(bot(seat, random.Random(rng.random()), tally) for seat in seats))
+        ended = True
+        tally.finished += 1
+    except GaveUp:
+        pass
+    finally:
+        if not ended:
+            await _end(seats[0], game, tally)
+
+
+async def _end(seat: SeatClient, game: str, tally: Tally) -> None:
+    """End a match the bench leaves: Spectacular Bid resigns; 501♠ (no resignation) ends on its limit."""
+    if game != "spectacular-bid":
+        tally.left_to_limit += 1
+        return
+    try:
+        await asyncio.wait_for(seat.act({"do": "resign"}), RESIGN_S)
+        tally.resigned += 1
+    except (TablehallError, TimeoutError) as error:
+        if not isinstance(error, TablehallError) or error.code != "illegal_action":  # illegal: already over
+            tally.refused[getattr(error, "code", "") or "resign_failed"] += 1
 
 
 async def pinger(client: Client, samples: list[float], stop: asyncio.Event) -> None:
     while not stop.is_set():
         started = time.perf_counter()
-        await client.ping()
+        try:
+            await client.ping()
+        except grpc.aio.AioRpcError:
+            return  # the service is going away: the commands say what happened
         samples.append(time.perf_counter() - started)
         await asyncio.sleep(0.005)
 
 
+RESIGN_S = 5.0
+"""How long a resignation on the way out may take (the service may be the thing that failed)."""
 CHANNELS = 16
 """Bots spread over this many connections, as many devices would be (one HTTP/2 connection serialises)."""
 
 
 async def run(
-    address: str | None, matches: int, concurrency: int, game: str, seed: int, workers: int, database_url: str
-) -> Tally:
-    tally = Tally()
+    tally: Tally,
+    address: str | None,
+    matches: int,
+    concurrency: int,
+    game: str,
+    seed: int,
+    workers: int,
+    database_url: str,
+) -> None:
+    """Play `matches` matches, `concurrency` at a time, counting into `tally`. The matches run in one task
+    group: an error stops the others, and each ends its match on the way out (`one_match`)."""
     rng = random.Random(seed)
     async with service(address, workers, database_url) as (where, pid), contextlib.AsyncExitStack() as stack:
         pool = [await stack.enter_async_context(Client(where)) for _ in range(CHANNELS)]
         client = pool[0]
+        await client.reachable()
         for _ in range(50):
             await client.ping()  # warm the channel
         for _ in range(200):
@@ -160,18 +245,60 @@ async def run(
 
             pings = asyncio.create_task(pinger(client, tally.ping_s, stop))
             started, cpu = time.perf_counter(), cpu_seconds(pid)
-            await asyncio.gather(*(gated(number) for number in range(matches)))
+            try:
+                async with asyncio.TaskGroup() as playing:
+                    for number in range(matches):
+                        playing.create_task(gated(number))
+            finally:
+                stop.set()
+                await pings
             tally.wall_s = time.perf_counter() - started
             tally.cpu_s = {name: spent - cpu.get(name, 0.0) for name, spent in cpu_seconds(pid).items()}
-            stop.set()
-            await pings
-    return tally
 
 
 def bench_service(
     address: str | None, matches: int, concurrency: int, game: str, seed: int, workers: int, database_url: str
 ) -> int:
-    tally = asyncio.run(run(address, matches, concurrency, game, seed, workers, database_url))
+    """Exit 0 with the figures; 130 on Ctrl-C, 1 when the service failed, 2 when it could not start — each
+    with one line saying how the bench's unfinished matches were ended."""
+    tally = Tally()
+    try:
+        asyncio.run(run(tally, address, matches, concurrency, game, seed, workers, database_url))
+    except KeyboardInterrupt:
+        print(f"tablehall bench service: interrupted; {ended(tally)}", file=sys.stderr)
+        return 130
+    except Exception as error:
+        cause = _first(error)
+        if isinstance(cause, ServiceDidNotStart | ServiceUnreachable):
+            print(f"tablehall bench service: the service did not start: {cause}", file=sys.stderr)
+            return 2
+        if not isinstance(cause, TablehallError):
+            raise
+        print(f"tablehall bench service: stopped, the service refused: {cause.line()}; {ended(tally)}", file=sys.stderr)
+        return 1
+    report(tally, address, matches, concurrency, game, workers, database_url)
+    return 0
+
+
+def _first(error: BaseException) -> BaseException:
+    """The first error inside exception groups (the matches run in a task group)."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
+def ended(tally: Tally) -> str:
+    """How the matches ended, in words."""
+    words = f"{tally.finished} matches played to the end, {tally.resigned} ended by resigning"
+    if tally.left_to_limit:
+        words += f", {tally.left_to_limit} 501♠ matches left to end on their {DECISION_LIMIT_S:g} s decision limit"
+    return words
+
+
+def report(
+    tally: Tally, address: str | None, matches: int, concurrency: int, game: str, workers: int, database_url: str
+) -> None:
+    out = Console() if sys.stdout.isatty() else Console(width=200)  # piped, the figures keep their width
     wall = tally.wall_s
     where = address or f"{workers or 'no'} worker processes, storage {database_url}"
     table = Table(title=f"tablehall bench service: {matches} {game} matches, {concurrency} at a time ({where})")
@@ -188,17 +315,18 @@ def bench_service(
         f"{p99 * 1000:.2f} ms",
         f"{c50 / p50:.2f}×",
     )
-    Console().print(table)
+    out.print(table)
     idle50, idle99 = quantile(tally.idle_ping_s, 0.5), quantile(tally.idle_ping_s, 0.99)
-    Console().print(
-        f"wall {wall:.1f} s; {tally.refused} commands refused because the match had moved on; "
+    refused = ", ".join(f"{count} {code}" for code, count in tally.refused.most_common()) or "none"
+    out.print(
+        f"wall {wall:.1f} s; {ended(tally)}; commands refused: {refused} (illegal_action: the match had moved on); "
+        f"streams dropped and resumed: {tally.dropped}; "
         f"ping before the load: p50 {idle50 * 1000:.2f} ms, p99 {idle99 * 1000:.2f} ms"
     )
     if tally.command_s:
         per = {name: spent * 1000 / len(tally.command_s) for name, spent in sorted(tally.cpu_s.items())}
-        Console().print(
+        out.print(
             "CPU per command during the load: "
             + ", ".join(f"{name} {ms:.2f} ms" for name, ms in per.items())
             + f"; in all {sum(per.values()):.2f} ms (PostgreSQL's own not counted)"
         )
-    return 0

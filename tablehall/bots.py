@@ -26,7 +26,7 @@ from typing import Any
 
 import grpc
 
-from tablehall.client import Client, SeatClient, TablehallError
+from tablehall.client import Client, SeatClient, ServiceUnreachable, TablehallError
 
 log = logging.getLogger("tablehall.bots")
 
@@ -174,6 +174,11 @@ Report = Callable[[int, Action, View], None]
 """Called after each accepted action with (seq, action, the view after it)."""
 
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.DEADLINE_EXCEEDED)
+WRONG_INPUT = (
+    grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNAUTHENTICATED,
+    grpc.StatusCode.PERMISSION_DENIED,
+)  # fmt: skip
+"""Refusals of what the command line gave (a malformed or unknown match id, a token of no seat): exit 2."""
 
 
 async def run_bot(
@@ -196,6 +201,12 @@ async def run_bot(
     """
     own = client is None
     client = client or Client(address)
+    if own:
+        try:
+            await client.reachable()  # no service there: say so now, not after max_reconnects attempts
+        except BaseException:
+            await client.close()
+            raise
     bot = _Bot(client.seat(match_id, token), random.Random(seed), greedy, think_s, report)
     failures = 0
     try:
@@ -277,17 +288,22 @@ class _Bot:
 
 
 def bot_command(address: str, match_id: str, token: str, greedy: bool, seed: int | None, think_s: float) -> int:
-    """`tablehall bot`: play one seat to the end, one line per move, then the result."""
+    """`tablehall bot`: play one seat to the end, one line per move, then the result. Exit 2 when it cannot
+    start (no service at `address`, a match id or token the service refuses), 1 when lost during the match."""
     from tablehall.render import describe, result_line
 
     def report(seq: int, action: Action, after: View) -> None:
         print(f"{seq:>4}  {describe(action, after)}", flush=True)
 
     try:
-        final = asyncio.run(
-            run_bot(address, match_id, token, greedy=greedy, seed=seed, think_s=think_s, report=report)
-        )
-    except (TablehallError, ConnectionError) as error:
+        final = asyncio.run(run_bot(address, match_id, token, greedy=greedy, seed=seed, think_s=think_s, report=report))
+    except ServiceUnreachable as error:
+        print(f"tablehall bot: {error}", file=sys.stderr)
+        return 2
+    except TablehallError as error:
+        print(f"tablehall bot: match {match_id[:40]}: {error.line()}", file=sys.stderr)
+        return 2 if error.status in WRONG_INPUT else 1
+    except ConnectionError as error:
         print(f"tablehall bot: {error}", file=sys.stderr)
         return 1
     players = len(final.get("scores") or final.get("points") or [])

@@ -148,6 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     bot.add_argument("--seed", type=int, default=None)
     bot.add_argument("--think", type=float, default=0.0, help="seconds to wait before each move")
 
+    record = commands.add_parser("record", help="a finished match's record from the service (for verify, replay)")
+    record.add_argument("match", help="the match id")
+    record.add_argument("--out", type=Path, default=None, help="write it here (default: standard output)")
+    record.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
+
     from tablehall.organize_args import add_commands
 
     add_commands(commands, address)  # organizer, tables, tournament
@@ -158,6 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay(args.file)
         if args.command == "verify":
             return _verify(args.file)
+        if args.command == "record":
+            from tablehall.records import record_command
+
+            return record_command(args.address, args.match, args.out)
         if args.command == "serve":
             import asyncio
 
@@ -166,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             host, port = settings(args.host, args.port)
             web = WebSettings.of(args.web_port, args.cors_origins, DEFAULT_WEB_PORT if port else 0)
+            if _cannot_listen("serve", host, port):
+                return EXIT_MALFORMED
             asyncio.run(serve(host, port, args.workers or 0, args.database_url, args.metrics_port, web))
             return 0
         if args.command == "gateway":
@@ -175,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tablehall.serve import run_gateway, settings
 
             web = WebSettings.of(args.web_port, args.cors_origins, None)
+            if _cannot_listen("gateway", *settings(args.host, args.port)):
+                return EXIT_MALFORMED
             asyncio.run(
                 run_gateway(
                     *settings(args.host, args.port), args.workers, args.worker_address, args.metrics_port, web,
@@ -190,7 +203,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             import asyncio
 
             from tablehall.serve import run_worker
+            from workers.settings import Topology
 
+            if args.ordinal is not None:
+                port = args.port if args.port is not None else Topology.from_env(args.workers).base_port + args.ordinal
+            else:
+                port = args.port if args.port is not None else int(os.environ.get("TABLEHALL_WORKER_PORT", "0"))
+            if port and _cannot_listen("worker", args.host, port):
+                return EXIT_MALFORMED
             return asyncio.run(
                 run_worker(
                     args.ordinal, args.workers, args.host, args.port, args.database_url, args.metrics_port,
@@ -255,11 +275,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             return bot_command(args.address, args.match, args.token, args.greedy, args.seed, args.think)
     except KeyboardInterrupt:
         return 130
+    except Exception as error:
+        from tablehall.startup import explain
+
+        line = explain(error)
+        if line is None:
+            raise
+        print(f"tablehall {args.command}: {line}", file=sys.stderr)
+        return EXIT_MALFORMED
     parser.error("unknown command")
     return EXIT_MALFORMED
 
 
 _UNREADABLE = object()
+
+
+def _cannot_listen(command: str, host: str, port: int) -> bool:
+    """True after saying why `host:port` cannot be listened on (before anything starts)."""
+    from tablehall.startup import port_taken
+
+    reason = port_taken(host, port)
+    if reason is not None:
+        print(f"tablehall {command}: {reason}", file=sys.stderr)
+    return reason is not None
 
 
 def _read_json(command: str, file: str) -> object:
@@ -291,7 +329,9 @@ def _verify(file: str) -> int:
         problems = broken_commitments(record, game.deals_key)
         result = replay(record)
     except (NotVerifiable, MalformedRecord) as err:
-        print(f"tablehall verify: {file} cannot be verified: {err}", file=sys.stderr)
+        served = "" if not isinstance(record, dict) or "commitments" in record else (
+            " (a served match's record has them: tablehall record MATCH; tablehall demo --record files do not)")
+        print(f"tablehall verify: {file} cannot be verified: {err}{served}", file=sys.stderr)
         return EXIT_MALFORMED
     if result.error is not None:
         problems.append(f"event {result.event} is illegal: {result.error}")

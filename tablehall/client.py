@@ -24,6 +24,8 @@ from google.protobuf.json_format import ParseDict
 from protos.tablehall.v1 import matches_pb2, matches_pb2_grpc
 
 ERROR_CODE_KEY = "tablehall-error"
+REACH_S = 3.0
+"""How long `Client.reachable` waits for the service to answer before saying it cannot be reached."""
 
 
 class TablehallError(Exception):
@@ -34,10 +36,27 @@ class TablehallError(Exception):
         self.status = status
         self.code = code
 
+    def line(self, limit: int = 300) -> str:
+        """The message and its code on one line for a terminal, clipped: a refusal may quote a huge input."""
+        text = " ".join(str(self).split())
+        return f"{text if len(text) <= limit else text[:limit] + '…'} ({self.code or self.status.name})"
+
     @staticmethod
     def of(error: grpc.aio.AioRpcError) -> TablehallError:
         code = next((str(v) for k, v in error.trailing_metadata() or () if k == ERROR_CODE_KEY), "")
         return TablehallError(error.code(), code, error.details() or error.code().name)
+
+
+class ServiceUnreachable(ConnectionError):
+    """No tablehall service answers at the address: refused, an unknown host, or no answer in time."""
+
+    @staticmethod
+    def of(address: str, error: grpc.aio.AioRpcError, within_s: float) -> ServiceUnreachable:
+        if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            reason = f"no answer within {within_s:g} s"
+        else:  # grpc words it "...; last error: UNKNOWN: ipv4:...: Connection refused": keep the last words
+            reason = (error.details() or error.code().name).rsplit(": ", 1)[-1].strip(" []")
+        return ServiceUnreachable(f"no tablehall service answers at {address} ({reason})")
 
 
 _KINDS = {
@@ -173,6 +192,7 @@ class Session:
 
 class Client:
     def __init__(self, address: str) -> None:
+        self.address = address
         self.channel = grpc.aio.insecure_channel(address)
         self.stub = matches_pb2_grpc.MatchesStub(self.channel)
 
@@ -225,3 +245,13 @@ class Client:
 
     async def ping(self) -> None:
         await self.stub.Ping(matches_pb2.PingRequest())
+
+    async def reachable(self, within_s: float = REACH_S) -> None:
+        """Returns once the service answers a ping; `ServiceUnreachable` at once when the connection is
+        refused or the host unknown (the call does not wait for the channel), or after `within_s`."""
+        try:
+            await self.stub.Ping(matches_pb2.PingRequest(), timeout=within_s, wait_for_ready=False)
+        except grpc.aio.AioRpcError as error:
+            if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise ServiceUnreachable.of(self.address, error, within_s) from None
+            raise TablehallError.of(error) from None

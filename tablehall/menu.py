@@ -19,7 +19,14 @@ View = dict[str, Any]
 Action = dict[str, Any]
 
 HIDDEN = frozenset({"resign"})
-"""Never numbered: `q` resigns."""
+"""Never numbered: `q` resigns (see `quit_words`)."""
+RESIGN = {"do": "resign"}
+
+
+def quit_words(view: View) -> str:
+    """What `q` does at this view: resign where the game allows it (Spectacular Bid), otherwise leave the
+    table while the match goes on (501♠ has no resignation; `abandon` gives up a contract, not the game)."""
+    return "resign" if RESIGN in view.get("legal", []) else "leave the table; the match goes on"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,4 +97,6 @@ def parse(text: str, items: Sequence[Item], view: View) -> Action:
         gifts = [w.upper() for w in words[3:]]
         give = {str(seat): c for seat, c in zip(to, gifts, strict=True)}
         return {"do": "declare", "trump": words[1].upper(), "target": int(words[2]), "give": give}
-    raise BadInput(f"{text.strip()!r} is not a choice: type a number (1 to {len(items)}), r for the rules, q to resign")
+    raise BadInput(
+        f"{text.strip()!r} is not a choice: type a number (1 to {len(items)}), r for the rules, q to {quit_words(view)}"
+    )

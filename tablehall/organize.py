@@ -47,10 +47,10 @@ def run(args: argparse.Namespace) -> int:
             return _organizer(args.name, args.database_url)
         return asyncio.run(_remote(args, console))
     except BadInput as error:
-        console.print(f"tablehall {args.command}: {error}", markup=False)
+        console.print(f"tablehall {args.command}: {error}", markup=False, soft_wrap=True)
         return EXIT_INPUT
-    except TablehallError as error:
-        console.print(f"tablehall {args.command}: {error} ({error.code or error.status.name})", markup=False)
+    except TablehallError as error:  # one line, however long (a terminal wraps it, a log keeps it whole)
+        console.print(f"tablehall {args.command}: {error.line()}", markup=False, soft_wrap=True)
         return EXIT_REFUSED
 
 
@@ -184,7 +184,8 @@ async def _tables_create(call: _Caller, args: argparse.Namespace) -> int:
 
 async def _tables_start(call: _Caller, args: argparse.Namespace) -> int:
     started = await call("StartTables", tournaments_pb2.StartTablesRequest(batch_id=args.batch))
-    print(f"batch {started.batch_id}: {started.started} tables running since {when_text(started.started_unix_ms)}")
+    since = when_text(started.started_unix_ms)
+    print(f"batch {started.batch_id}: {started.started} held tables started now; its clocks run since {since}")
     return 0
 
 

@@ -2,7 +2,8 @@
 
 After every update the screen shows the player's view and a numbered list of what they may do now;
 they type a number (501♠ also takes `bid N` and `declare TRUMP TARGET CARD CARD`), `r` for the rules
-(fetched from the service; nothing pauses) or `q` to resign and quit. Lines are read by a thread, so
+(fetched from the service; nothing pauses) or `q` to resign (Spectacular Bid) or leave the table (501♠, which
+has no resignation: the match goes on, and the screen says how to come back). Lines are read by a thread, so
 updates keep arriving while the player thinks, and input may come from a pipe.
 
 On a shared device every seat is played here: between turns a hand-over screen asks to pass the device,
@@ -26,8 +27,8 @@ from rich.live import Live
 from rich.markdown import Markdown
 
 from tablehall import bots
-from tablehall.client import Client, SeatClient, TablehallError
-from tablehall.menu import BadInput, Item, menu, parse
+from tablehall.client import Client, SeatClient, ServiceUnreachable, TablehallError
+from tablehall.menu import RESIGN, BadInput, Item, menu, parse, quit_words
 from tablehall.render import MatchTime, clock_line, result_line, seat_name, view_lines
 
 View = dict[str, Any]
@@ -104,7 +105,11 @@ class Feed:
 
 
 class Quit(Exception):
-    """The player left without a result to show (501♠ has no resignation)."""
+    """The player left a match that goes on (501♠ has no resignation); `view` is the last one seen."""
+
+    def __init__(self, view: View) -> None:
+        super().__init__("left the table")
+        self.view = view
 
 
 @dataclass
@@ -173,7 +178,7 @@ class Session:
         self.last_screen = screen
         if items:
             self.print(*(f"  {i}. {item.label}" for i, item in enumerate(items, 1)))
-            self.print(f"{seat_name(self.names, seat)}, your move — a number, r (rules), q (resign and quit):")
+            self.print(f"{seat_name(self.names, seat)}, your move — a number, r (rules), q ({quit_words(view)}):")
         while True:
             # without a menu only q and r are taken now; other lines wait for the next prompt
             keys = bool(items) or self.keyboard.head() in ("", "q", "r")
@@ -190,10 +195,9 @@ class Session:
         if line is None:
             self.print("(end of input)")
         if text.lower() == "q":
-            if {"do": "resign"} in view.get("legal", []) and await self._act(seat, {"do": "resign"}):
+            if RESIGN in view.get("legal", []) and await self._act(seat, RESIGN):
                 return True  # the match is over: its result is shown
-            self.print("Leaving the table.")
-            raise Quit()
+            raise Quit(view)
         if text.lower() == "r":
             self.console.print(Markdown(await self.client.rules(view.get("game", SB))))
             return False
@@ -306,50 +310,38 @@ async def run_play(
     options: Mapping[str, Any] | None = None,
     console: Console | None = None,
 ) -> int:
+    """Exit 0 when the match ended or the player left; 1 when the service was lost during the match; 2 when
+    it could not start (no service at `address`, or a match, id, token or option the service refused)."""
     console = console or Console(highlight=False, soft_wrap=True)
     keyboard = Keyboard()
     async with Client(address) as client:
-        count = players or (2 if game == SB else 3)
-        if join is not None:
-            if not token:
-                console.print("tablehall play: --join needs --token", markup=False)
-                return 2
-            seats = {-1: client.seat(join, token)}
-            _, view = await seats[-1].view()
-            seats = {int(view["seat"]): seats[-1]}
-            names = [f"seat {i}" for i in range(len(view.get("scores") or view.get("points") or []))]
-            match_id = join
-            bot_tokens: list[str] = []
-        else:
-            names = _names(name, count, vs, shared)
-            clock_origin = MatchTime.local_ms()
-            created = await client.create_match(game, names, options, shared_device=shared and game == SB)
-            match_id = created.match_id
-            humans = range(count) if shared else range(1)
-            seats = {i: client.seat(match_id, created.tokens[i]) for i in humans}
-            bot_tokens = list(created.tokens[1:]) if vs == "bot" and not shared else []
-            console.print(f"Match {match_id} ({game}) on {address}: " + ", ".join(names), markup=False)
-            if vs == "friend" and not shared:
-                for seat in range(1, count):
-                    console.print(
-                        f"  {names[seat]} joins with: tablehall play --address {address} "
-                        f"--join {match_id} --token {created.tokens[seat]}",
-                        markup=False,
-                    )
-        robots = [
-            asyncio.create_task(bots.run_bot(address, match_id, t, greedy=True, think_s=think_s, client=client))
-            for t in bot_tokens
-        ]
-        session = Session(client, match_id, seats, names, keyboard, console, shared=shared)
+        try:
+            await client.reachable()
+            if join is not None:
+                table = await _join(client, join, token)
+            else:
+                table = await _create(client, game, vs, shared, players or (2 if game == SB else 3), name, options)
+        except (ServiceUnreachable, TablehallError, CannotStart) as error:
+            print(f"tablehall play: {_said(error)}", file=sys.stderr)
+            return 2
         if join is None:
-            session.clock = MatchTime(clock_origin)
+            _introduce(console, address, game, vs, shared, table)
+        robots = [
+            asyncio.create_task(bots.run_bot(address, table.match_id, t, greedy=True, think_s=think_s, client=client))
+            for t in table.bot_tokens.values()
+        ]
+        session = Session(client, table.match_id, table.seats, table.names, keyboard, console, shared=shared)
+        if table.clock_origin is not None:
+            session.clock = MatchTime(table.clock_origin)
         quit = False
         try:
             await session.run()
-        except Quit:
+        except Quit as left:
             quit = True
+            for line in leave_lines(address, table, left.view):
+                session.print(line)
         except (TablehallError, ConnectionError) as error:
-            console.print(f"tablehall play: {error}", markup=False)
+            print(f"tablehall play: {_said(error)}", file=sys.stderr)
             return 1
         finally:
             if robots and not quit:
@@ -357,6 +349,85 @@ async def run_play(
             for robot in robots:
                 robot.cancel()
     return 0
+
+
+def _said(error: Exception) -> str:
+    return error.line() if isinstance(error, TablehallError) else str(error)
+
+
+class CannotStart(Exception):
+    """What the command line gave cannot start a match (exit 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """The seats this terminal plays and the bots it runs, once the match exists."""
+
+    match_id: str
+    seats: dict[int, SeatClient]
+    tokens: dict[int, str]
+    """Every seat token known here (all of a match created here; the joined seat's): what rejoins it."""
+    names: list[str]
+    bot_tokens: dict[int, str]
+    clock_origin: float | None = None
+
+
+async def _join(client: Client, match_id: str, token: str | None) -> Table:
+    if not token:
+        raise CannotStart("--join needs --token (the seat's token)")
+    seat = client.seat(match_id, token)
+    try:
+        _, view = await seat.view()
+    except TablehallError as error:
+        raise CannotStart(f"cannot join match {match_id[:40]}: {error.line()}") from None
+    names = [f"seat {i}" for i in range(len(view.get("scores") or view.get("points") or []))]
+    return Table(match_id, {int(view["seat"]): seat}, {int(view["seat"]): token}, names, {})
+
+
+async def _create(
+    client: Client, game: str, vs: str, shared: bool, count: int, name: str, options: Mapping[str, Any] | None
+) -> Table:
+    names = _names(name, count, vs, shared)
+    clock_origin = MatchTime.local_ms()
+    try:
+        created = await client.create_match(game, names, options, shared_device=shared and game == SB)
+    except TablehallError as error:
+        raise CannotStart(f"cannot create the match: {error.line()}") from None
+    humans = range(count) if shared else range(1)
+    seats = {i: client.seat(created.match_id, created.tokens[i]) for i in humans}
+    robots = range(1, count) if vs == "bot" and not shared else range(0)
+    bot_tokens = {i: created.tokens[i] for i in robots}
+    return Table(created.match_id, seats, dict(enumerate(created.tokens)), names, bot_tokens, clock_origin)
+
+
+def _introduce(console: Console, address: str, game: str, vs: str, shared: bool, table: Table) -> None:
+    console.print(f"Match {table.match_id} ({game}) on {address}: " + ", ".join(table.names), markup=False)
+    if vs == "friend" and not shared:
+        for seat in range(1, len(table.names)):
+            console.print(
+                f"  {table.names[seat]} joins with: tablehall play --address {address} "
+                f"--join {table.match_id} --token {table.tokens.get(seat, '')}",
+                markup=False,
+            )
+
+
+def leave_lines(address: str, table: Table, view: View) -> list[str]:
+    """What leaving a match that goes on means for the table, and how to come back (501♠'s `q`)."""
+    join = f"tablehall play --address {address} --join {table.match_id} --token"
+    why = ": 501♠ has no resignation" if view.get("game") == "501" else ""
+    lines = [f"You left match {table.match_id}. It is not over{why}; the table waits for you."]
+    lines += [
+        f"  Back to seat {seat} ({table.names[seat]}): {join} {table.tokens[seat]}" for seat in sorted(table.seats)
+    ]
+    if table.bot_tokens:
+        lines.append("  The bots stopped with this terminal; each plays on with:")
+        lines += [f"    tablehall bot --address {address} --match {table.match_id} --token {token}"
+                  for token in table.bot_tokens.values()]  # fmt: skip
+    if view.get("limit_ms"):
+        lines.append("  Nobody back in time: a seat whose decision limit runs out loses the game.")
+    else:
+        lines.append("  Nobody back: the service voids a table with no move for an hour (abandoned, never rated).")
+    return lines
 
 
 def _names(name: str, count: int, vs: str, shared: bool) -> list[str]:

@@ -10,6 +10,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from tests.test_durability_timer import Clock, fire_at, running
+from workers.actor import unix_ms
 from workers.errors import Unavailable
 from workers.host import MatchHost
 from workers.storage import LogEntry, MemoryStorage, Progress
@@ -83,8 +84,11 @@ def test_recovery_after_a_long_outage_counts_worker_down() -> None:
         actor, _ = await running(storage, clock)  # a clock running on partition 3, owned by `first`
         assert actor.match_id
         await first.stop()
-        await asyncio.sleep(0.2)  # no heartbeat for longer than the tolerance
-        second = MatchHost(storage, tolerance_ms=50)
+
+        def later() -> int:  # no heartbeat for longer than the tolerance: time injected, not slept
+            return unix_ms() + 200
+
+        second = MatchHost(storage, tolerance_ms=50, clock=later)
         await second.start()
         assert second.actors["m-late"].match.void_reason == "worker_down"
         await second.stop()

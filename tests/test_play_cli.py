@@ -57,7 +57,7 @@ def test_bot_command_reports_a_bad_token() -> None:
         return await run_cli(["bot", "--address", address, "--match", match.match_id, "--token", "nope"])
 
     code, out = serve(body)
-    assert code == 1 and "tablehall bot:" in out and "Traceback" not in out
+    assert code == 2 and "tablehall bot:" in out and "(unauthenticated)" in out and "Traceback" not in out
 
 
 def test_play_vs_bot_spectacular_bid_through_stdin() -> None:
@@ -109,6 +109,30 @@ def test_play_vs_friend_prints_the_join_command() -> None:
     join = re.search(r"Friend joins with: tablehall play --address \S+ --join ([0-9a-f]{16}) --token (\S+)", out)
     assert join, out
     assert "Match over: Friend won by resign" in out
+
+
+def test_501_q_leaves_the_table_says_so_and_the_seat_can_come_back() -> None:
+    """501♠ has no resignation: `q` says it leaves, the match stays in progress, and the printed line rejoins."""
+
+    async def body(address: str, client: Client) -> tuple[str, dict[str, Any], int, str]:
+        code, out = await run_cli(["play", "--address", address, "--game", "501", "--think", "0"], "q\n")
+        assert code == 0, out
+        back = re.search(
+            r"Back to seat 0 \(You\): tablehall play --address \S+ --join ([0-9a-f]{16}) --token (\S+)", out
+        )
+        assert back, out
+        _, view = await client.spectator(back.group(1)).view()
+        rejoin = ["play", "--address", address, "--join", back.group(1), "--token", back.group(2)]
+        again, rejoined = await run_cli(rejoin, "q\n")
+        return out, view, again, rejoined
+
+    out, view, again, rejoined = serve(body)
+    assert "q (leave the table; the match goes on)" in out and "q (resign" not in out
+    assert "It is not over: 501♠ has no resignation; the table waits for you." in out
+    assert out.count("tablehall bot --address") == 2  # one line per bot seat, to let them play on
+    assert "no move for an hour" in out
+    assert view["status"] == "in_progress" and view["phase"] != "over"
+    assert again == 0 and "Your cards" in rejoined and "Back to seat 0 (seat 0)" in rejoined
 
 
 def hands_by_round(record: dict[str, Any]) -> list[tuple[set[frozenset[int]], ...]]:

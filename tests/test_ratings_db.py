@@ -8,7 +8,7 @@ import hashlib
 import random
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +91,10 @@ def run(body: Any) -> Any:
     return asyncio.run(asyncio.wait_for(body, 120))
 
 
-async def hosted(url: str, body: Any) -> Any:
+async def hosted(url: str, body: Any, clock: Callable[[], int] = unix_ms) -> Any:
     storage = await SqlStorage.open(url)
     finished: list[str] = []
-    host = MatchHost(storage, on_finished=finished.append)
+    host = MatchHost(storage, on_finished=finished.append, clock=clock)
     await host.start()
     try:
         return await body(host, finished)

@@ -106,39 +106,60 @@ def test_celery_workers_rate_a_match_once(broker: str, tmp_path: Path) -> None:
                 stop(w)
 
 
+BEAT_BOUND_S = 120.0
+"""Bound on each wait for the beats (a hang fails; no timing threshold: a slow start only waits longer)."""
+WINDOW = 4
+"""Sweeps the lock holder sends while the other beat waits: the window in which nothing may double."""
+
+
 def test_a_second_beat_does_not_double_the_sweeps(broker: str, tmp_path: Path) -> None:
+    """Both beats start together; once both are past start-up (each logged that it is acquiring redbeat's
+    lock) and one holds it, the holder sends WINDOW sweeps and the other sends none. Waits are on log lines,
+    bounded; the window is counted in sweeps, not seconds."""
     env = {"TABLEHALL_REDIS_URL": broker, "TABLEHALL_SWEEP_S": "1"}
     logs = [tmp_path / f"beat{k}.log" for k in range(2)]
-    beats = []
+    beats = [
+        spawn(["-m", "celery", "-A", "ratings", "beat", "-l", "DEBUG", "-s", str(tmp_path / f"schedule{k}")], env, log)
+        for k, log in enumerate(logs)
+    ]
+
+    def said(k: int, text: str) -> int:
+        return sum(text in line for line in logs[k].read_text().splitlines())
+
+    def sent(k: int) -> int:
+        return said(k, "Sending due task tablehall-sweep")
+
     try:
-        for k in range(2):
-            beats.append(spawn(["-m", "celery", "-A", "ratings", "beat", "-l", "INFO",
-                                "-s", str(tmp_path / f"schedule{k}")], env, logs[k]))  # fmt: skip
-            time.sleep(1.5)
-        time.sleep(6)
-
-        def sent(k: int) -> int:
-            return sum("Sending due task tablehall-sweep" in ln for ln in logs[k].read_text().splitlines())
-
-        first, second = sent(0), sent(1)
-        assert first >= 4 and second == 0, (first, second)
-        # the first beat dies: the second takes the lock over and carries on
-        beats[0].kill()
-        beats[0].wait()
-        wait_for(lambda: sent(1) >= 2, 30, "the second beat to take over")
+        wait_for(
+            lambda: (
+                all(said(k, "beat: Acquiring lock...") for k in range(2))
+                and any(said(k, "Acquired lock") for k in range(2))
+            ),
+            BEAT_BOUND_S,
+            "both beats to start, one of them holding the lock",
+        )
+        holder = next(k for k in range(2) if said(k, "beat: Acquired lock"))
+        waiter = 1 - holder
+        start = sent(holder)
+        wait_for(lambda: sent(holder) >= start + WINDOW, BEAT_BOUND_S, f"{WINDOW} sweeps from the lock holder")
+        assert (sent(waiter), said(waiter, "beat: Acquired lock")) == (0, 0)  # not one sweep twice
+        # the holder dies: the other takes the lock over and carries on
+        beats[holder].kill()
+        beats[holder].wait()
+        wait_for(lambda: sent(waiter) >= 2, BEAT_BOUND_S, "the second beat to take over")
     finally:
         for b in beats:
             stop(b)
 
 
-class Wall:
-    """A wall clock (unix ms) the test moves instead of waiting."""
+class AheadClock:
+    """The real clock plus an offset the test moves forward (the host's and the sweep's time, injected)."""
 
-    def __init__(self, now: int) -> None:
-        self.now = now
+    def __init__(self) -> None:
+        self.ahead_ms = 0
 
     def __call__(self) -> int:
-        return self.now
+        return unix_ms() + self.ahead_ms
 
 
 def free_port() -> int:
@@ -156,19 +177,16 @@ def test_sweep_voids_a_match_whose_owner_was_killed(tmp_path: Path, monkeypatch:
     topology = Topology(1, f"127.0.0.1:{port}", port)
 
     async def body() -> None:
+        log = tmp_path / "worker.log"
+        await asyncio.to_thread(wait_for, lambda: "serving on" in log.read_text(), BEAT_BOUND_S, "the worker to serve")
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = host_pb2_grpc.MatchHostStub(channel)
             match_id = new_id()
             created = unix_ms()
-            for _ in range(100):
-                try:
-                    await stub.Create(host_pb2.HostCreateRequest(
-                        match_id=match_id, game="spectacular-bid", players=["ann", "bob"],
-                        options_json='{"bank_s": 10, "delay_s": 0}',
-                        token_sha256=[token(match_id, 0), token(match_id, 1)], created_unix_ms=created))  # fmt: skip
-                    break
-                except grpc.aio.AioRpcError:
-                    await asyncio.sleep(0.1)
+            await stub.Create(host_pb2.HostCreateRequest(
+                match_id=match_id, game="spectacular-bid", players=["ann", "bob"],
+                options_json='{"bank_s": 10, "delay_s": 0}',
+                token_sha256=[token(match_id, 0), token(match_id, 1)], created_unix_ms=created))  # fmt: skip
             for seat in (0, 1):  # both press Continue: the clock runs
                 await stub.Command(host_pb2.HostCommandRequest(
                     match_id=match_id, token_sha256=token(match_id, seat),
@@ -198,33 +216,33 @@ def test_sweep_settles_through_a_live_owner(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("TABLEHALL_ABANDON_S", "0.5")
     url = f"sqlite:///{tmp_path / 'live.db'}"
 
+    clock = AheadClock()
+
     async def body(host: MatchHost, finished: list[str]) -> None:
         host.tolerance_ms = 30_000  # the late settlement is within tolerance: a verdict, not a void
-        wall = Wall(unix_ms())
-        host.clock = wall  # the worker's timers and settlements read the test's clock
         fast = {"bank_s": 10, "delay_s": 0}
         match_id = await create(host, "spectacular-bid", ["ann", "bob"], fast)
         idle = await create(host, "spectacular-bid", ["cid", "dee"], fast)  # nobody ever presses Continue
         actor = host.actors[match_id]
         for seat in (0, 1):
-            await actor.command(token(match_id, seat), None, {"do": "ready"}, wall.now)
+            await actor.command(token(match_id, seat), None, {"do": "ready"}, clock())
         turn = actor.game.view(actor.match.state, None).to_json()["turn"]
         for a in host.actors.values():  # the timers are lost
             if a.timer is not None:
                 a.timer.cancel()
                 a.timer = None
-        wall.now += 11_000  # past the bank (10 s) and the grace
+        clock.ahead_ms += 11_000  # past the bank (10 s), the grace and the abandon time: time injected, not slept
         assert not actor.match.over
         engine = engine_for(url)
-        report = await sweep_once(engine, in_process([host]), now=wall.now)
+        report = await sweep_once(engine, in_process([host]), now=clock())
         assert (report.found, report.settled, report.voided) == (2, 2, {})
         outcome = actor.match.outcome()
         assert outcome["status"] == "finished" and outcome["winner"] == 1 - turn  # the flagged player loses
         assert host.actors[idle].match.void_reason == "abandoned"
-        again = await sweep_once(engine, in_process([host]), now=wall.now)
+        again = await sweep_once(engine, in_process([host]), now=clock())
         assert again.found == 0
         assert finished == [match_id]
         assert rating.rate_match(engine, match_id) == "rated"
         assert rating.rate_match(engine, idle) == "voided"
 
-    run(hosted(url, body))
+    run(hosted(url, body, clock))

@@ -122,7 +122,7 @@ def test_bulk_tables_held_then_started(served: tuple[str, str], tmp_path: Path) 
     assert len(rows) == 60 and len({r["match_id"] for r in rows}) == 30
     batch = made.stderr.split("batch ")[1].split(":")[0]
     started = tablehall("tables", "start", batch, "--address", address, env=env)
-    assert f"batch {batch}: 30 tables running" in started.stdout
+    assert f"batch {batch}: 30 held tables started now" in started.stdout
     duplicate = tmp_path / "dup.csv"
     duplicate.write_text("ann,bob\nbob,cid\n")
     refused = tablehall("tables", "create", "--game", "spectacular-bid", "--tables", str(duplicate),

@@ -204,9 +204,27 @@ def test_the_organizer_starts_held_tables_now(tmp_path: Path) -> None:
             origins = conn.execute(select(m.matches.c.created_unix_ms)).scalars().all()
         assert set(origins) == {clock.now}  # the new origin is durable (recovery counts from it)
         again = await hall.call("StartTables", tournaments_pb2.StartTablesRequest(batch_id=made.batch_id))
-        assert again.started == 3 and hall.actor(made.tables[0].match_id).seq == 2  # nothing restarted
+        assert again.started == 0 and hall.actor(made.tables[0].match_id).seq == 2  # nothing held, nothing restarted
+        assert again.started_unix_ms == started.started_unix_ms  # when their clocks started
         unknown = await refused(hall.call("StartTables", tournaments_pb2.StartTablesRequest(batch_id="nope")))
         assert unknown.status is grpc.StatusCode.NOT_FOUND
+
+    run_hall(tmp_path, body, clock=clock)
+
+
+def test_start_counts_only_the_tables_it_started(tmp_path: Path) -> None:
+    """`started` is the tables held and started by this call (tournaments.proto): none for a batch that
+    started at creation, none when two calls race on one held batch except the one that started it."""
+    clock = FrozenClock()
+
+    async def body(hall: Hall) -> None:
+        start = tournaments_pb2.StartTablesRequest
+        now = await hall.call("CreateTables", tables_request(pairs(3, "n")))
+        assert (await hall.call("StartTables", start(batch_id=now.batch_id))).started == 0
+        held = await hall.call("CreateTables", tables_request(pairs(4, "h"), clock.now + 3_600_000))
+        both = await asyncio.gather(*(hall.call("StartTables", start(batch_id=held.batch_id)) for _ in range(2)))
+        assert sorted(reply.started for reply in both) == [0, 4]
+        assert all(hall.actor(table.match_id).seq == 1 for table in held.tables)  # each dealt once
 
     run_hall(tmp_path, body, clock=clock)
 

@@ -151,14 +151,21 @@ class Director:
         return loaded  # type: ignore[no-any-return]
 
     async def start_tables(self, organizer: Organizer, batch_id: str) -> tuple[int, int]:
-        """Start a batch's held tables now: (tables running afterwards, when)."""
+        """Start a batch's held tables now: (how many this call started, when their clocks started).
+
+        A batch is held while its start is ahead. Every call asks the workers to start its tables (started
+        ones are left alone, so a call cut short is finished by the next); the one call that moves the
+        batch's start to now in the database counts the tables it started. Any other call — a batch that
+        started at creation or at its time, a second call, a concurrent one — started none."""
         batch, planned = await self.owned_batch(organizer, batch_id)
         if batch.status != "created":
             raise Unavailable(f"batch {batch_id} is still being created: start it once it is")
+        held = batch.starts_unix_ms > self.clock()
         states = await tables.start(self.router, [t.match_id for t in planned])
-        at = self.clock()
-        await self._db(store.batch_status, batch_id, "created", min(at, batch.starts_unix_ms))
-        return sum(1 for s in states if s.status != "scheduled"), at
+        at = min(self.clock(), batch.starts_unix_ms)
+        if held and await self._db(store.claim_early_start, batch_id, batch.starts_unix_ms, at):
+            return sum(1 for s in states if s.status != "scheduled"), at
+        return 0, at
 
     # --- tournaments -------------------------------------------------------------------------------
 

@@ -114,6 +114,19 @@ def batch_status(engine: Engine, batch_id: str, status: str, starts_unix_ms: int
         conn.execute(update(t).where(t.c.id == batch_id).values(**values))
 
 
+def claim_early_start(engine: Engine, batch_id: str, held_until: int, at: int) -> bool:
+    """Move a held batch's start from `held_until` to `at`, if it still reads `held_until`: True for the one
+    caller that started it early (a compare-and-set, so two calls at once cannot both claim it)."""
+    t = s.batches
+    with engine.begin() as conn:
+        moved = conn.execute(
+            update(t)
+            .where(t.c.id == batch_id, t.c.starts_unix_ms == held_until)
+            .values(starts_unix_ms=at, updated_unix_ms=now_ms())
+        )
+    return bool(moved.rowcount == 1)
+
+
 def load_batch(engine: Engine, batch_id: str) -> tuple[Batch, list[PlannedTable]] | None:
     """A batch and its tables in table order."""
     bt = s.batch_tables

@@ -4,8 +4,13 @@ Input: the players in their current ranking order (best first; the caller ranks 
 seed, so this module never invents an order), each with score, previous opponents, bye count and seat
 history.
 
-1. Bye (odd count only): the lowest-ranked player with no previous bye; if everyone has had one, the
-   lowest-ranked among those with the fewest byes.
+1. Bye (odd count only), chosen together with the pairing: among the players with the fewest byes (no
+   previous bye, unless everyone has had one), the lowest-ranked whose bye leaves the others pairable with
+   the fewest repeats (none, whenever some eligible player's bye allows that). One maximum-weight
+   matching over the players and a phantom "bye" node decides it: an edge between two players weighs
+   BASE, less REPEAT_UNIT if they met before; an eligible player's edge to the phantom weighs BASE less
+   the number of eligible players ranked below them; REPEAT_UNIT exceeds every such difference. (Chosen
+   first and alone, the lowest-ranked eligible player could be the one whose absence forces a repeat.)
 2. The rest are paired by `networkx.max_weight_matching(G, maxcardinality=True)`. Edge weight, in
    integer units so that each term strictly dominates everything after it:
    - score gap: −(2·|score_a − score_b|)² × SCORE_UNIT — pairs inside a score group cost nothing, a pair
@@ -25,12 +30,15 @@ slow once scores split it into groups (256 players in four groups: ~19 s here), 
 made group by group, best group first, with the same weights: each score group together with the player
 floated down from the group above, and when that count is odd, the lowest-ranked member that leaves a
 perfect matching without repeats floats on down. If some group cannot be paired without a repeat that
-way, the whole field is paired as above. For small fields the global matching is always used.
+way, the whole field is paired as above. For small fields the global matching is always used. An odd
+field's bye is then found in the last group: its lowest-ranked member with the fewest byes (of the whole
+field) whose absence leaves the group a perfect matching without repeats; if none of its FLOAT_TRIES
+lowest such members does, the whole field is paired as above.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -64,8 +72,25 @@ def _half_points(score: float) -> int:
 
 
 def choose_bye(ranked: Sequence[SwissPlayer]) -> SwissPlayer:
+    """The bye of an odd field, chosen with the pairing (step 1 of the module docstring)."""
+    n = len(ranked)
     fewest = min(p.byes for p in ranked)
-    return [p for p in ranked if p.byes == fewest][-1]
+    eligible = [i for i, p in enumerate(ranked) if p.byes == fewest]
+    repeat_unit = len(eligible) + 1  # one repeat costs more than any choice among the eligible
+    base = repeat_unit * (n + 1)
+    graph = nx.Graph()
+    phantom = n
+    for below, i in enumerate(reversed(eligible)):
+        graph.add_edge(i, phantom, weight=base - below)
+    for i in range(n):
+        for j in range(i + 1, n):
+            graph.add_edge(i, j, weight=base - (repeat_unit if _met(ranked[i], ranked[j]) else 0))
+    matching: set[tuple[int, int]] = nx.max_weight_matching(graph, maxcardinality=True)
+    return ranked[next(i if j == phantom else j for i, j in matching if phantom in (i, j))]
+
+
+def _met(a: SwissPlayer, b: SwissPlayer) -> bool:
+    return b.player in a.opponents or a.player in b.opponents
 
 
 def _seats(a: SwissPlayer, b: SwissPlayer) -> SbPairing:
@@ -96,7 +121,7 @@ def _graph(ranked: Sequence[SwissPlayer], allow_repeats: bool) -> nx.Graph:
     graph.add_nodes_from(range(n))
     for i in range(n):
         for j in range(i + 1, n):
-            repeat = ranked[j].player in ranked[i].opponents or ranked[i].player in ranked[j].opponents
+            repeat = _met(ranked[i], ranked[j])
             if repeat and not allow_repeats:
                 continue
             gap = (halves[i] - halves[j]) ** 2
@@ -123,9 +148,14 @@ def _match(players: Sequence[SwissPlayer]) -> list[tuple[int, int]] | None:
     return sorted((min(i, j), max(i, j)) for i, j in matching) if _perfect(matching, len(players)) else None
 
 
-def _by_groups(players: list[SwissPlayer]) -> list[tuple[int, int]] | None:
-    """Pairs (indexes into `players`) made score group by score group, or None (see the module docstring)."""
+Pairs = list[tuple[SwissPlayer, SwissPlayer]]
+"""Pairings as (better-ranked, other), in ranking order of the better-ranked player."""
+
+
+def _by_groups(players: list[SwissPlayer]) -> tuple[SwissPlayer | None, Pairs] | None:
+    """The bye and the pairs made score group by score group, or None (see the module docstring)."""
     position = {id(p): i for i, p in enumerate(players)}
+    fewest = min(p.byes for p in players)
     levels = sorted({_half_points(p.score) for p in players}, reverse=True)
     carried: list[SwissPlayer] = []
     pairs: list[tuple[int, int]] = []
@@ -133,19 +163,32 @@ def _by_groups(players: list[SwissPlayer]) -> list[tuple[int, int]] | None:
         group = [p for p in players if _half_points(p.score) == level]
         members = sorted([*carried, *group], key=lambda p: position[id(p)])
         candidates: Sequence[SwissPlayer | None] = [None]
-        if len(members) % 2 == 1:
-            if n == len(levels) - 1:
-                return None
-            candidates = members[::-1][:FLOAT_TRIES]
-        for floater in candidates:
-            rest = [p for p in members if p is not floater]
+        if len(members) % 2 == 1:  # float one down; from the last group, the bye (an odd field)
+            last = n == len(levels) - 1
+            candidates = [p for p in members if p.byes == fewest or not last][::-1][:FLOAT_TRIES]
+        for left_out in candidates:
+            rest = [p for p in members if p is not left_out]
             found = _match(rest)
             if found is not None:
                 pairs.extend((position[id(rest[i])], position[id(rest[j])]) for i, j in found)
-                carried = [] if floater is None else [floater]
+                carried = [] if left_out is None else [left_out]
                 break
         else:
             return None
+    return (carried[0] if carried else None), [(players[i], players[j]) for i, j in _ordered(pairs)]
+
+
+def _pair_all(players: list[SwissPlayer]) -> Pairs:
+    """An even field paired in one matching: without repeats if possible, else with the fewest."""
+    n = len(players)
+    matching: set[tuple[int, int]] = nx.max_weight_matching(_graph(players, False), maxcardinality=True)
+    if not _perfect(matching, n):
+        matching = nx.max_weight_matching(_graph(players, True), maxcardinality=True)
+    assert _perfect(matching, n), "a complete graph on an even number of players has a perfect matching"
+    return [(players[i], players[j]) for i, j in _ordered(matching)]
+
+
+def _ordered(pairs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     return sorted((min(i, j), max(i, j)) for i, j in pairs)
 
 
@@ -153,21 +196,12 @@ def pair_swiss(ranked: Sequence[SwissPlayer]) -> SwissRound:
     """Pair one Swiss round. `ranked` is the current ranking, best first."""
     check_unique([p.player for p in ranked])
     players = list(ranked)
-    bye: Bye | None = None
-    if len(players) % 2 == 1:
-        chosen = choose_bye(players)
-        bye = Bye(chosen.player)
-        players = [p for p in players if p is not chosen]
-    n = len(players)
-    grouped = _by_groups(players) if n > DECOMPOSE_ABOVE else None
+    grouped = _by_groups(players) if len(players) > DECOMPOSE_ABOVE else None
     if grouped is not None:
-        pairs = grouped
+        chosen, pairs = grouped
     else:
-        matching: set[tuple[int, int]] = nx.max_weight_matching(_graph(players, False), maxcardinality=True)
-        if not _perfect(matching, n):
-            matching = nx.max_weight_matching(_graph(players, True), maxcardinality=True)
-        assert _perfect(matching, n), "a complete graph on an even number of players has a perfect matching"
-        pairs = sorted((min(i, j), max(i, j)) for i, j in matching)
-    repeats = sum(1 for i, j in pairs if players[j].player in players[i].opponents)
-    pairings = tuple(_seats(players[i], players[j]) for i, j in pairs)
-    return SwissRound(pairings, bye, repeats)
+        chosen = choose_bye(players) if len(players) % 2 == 1 else None
+        pairs = _pair_all([p for p in players if p is not chosen])
+    repeats = sum(1 for a, b in pairs if _met(a, b))
+    pairings = tuple(_seats(a, b) for a, b in pairs)
+    return SwissRound(pairings, None if chosen is None else Bye(chosen.player), repeats)

@@ -9,6 +9,10 @@ instead of rewriting pages) with `synchronous=FULL`: every commit fsyncs the WAL
 command survives a power loss or an OS crash, not only a killed process (`NORMAL` would survive kill -9
 but may lose the last commits on power loss). Group commit pays that fsync once per batch, so FULL costs
 little throughput; `TABLEHALL_SQLITE_SYNCHRONOUS=NORMAL` trades it away if wanted.
+
+`make_engine` is where every process opens its database (serve, worker, the Celery side, organizers,
+tournaments), so it is also where a database that cannot be used becomes one clear `DatabaseUnusable`
+(not a URL, an unknown or missing driver, nothing there to connect to): it connects once before returning.
 """
 
 from __future__ import annotations
@@ -17,10 +21,32 @@ import os
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
 DEFAULT_DATABASE_URL = "sqlite:///tablehall.db"
 BUSY_TIMEOUT_S = 30.0
+
+
+SHOWN_URL_CHARS = 120
+"""A URL that cannot be parsed is quoted up to this length (never a huge input)."""
+URL_FORMS = "sqlite:///FILE or postgresql+psycopg://USER@HOST:PORT/DATABASE"
+
+
+class DatabaseUnusable(Exception):
+    """The database at a URL cannot be used; the message is one line, with any password hidden."""
+
+
+class DatabaseUnreachable(DatabaseUnusable, OperationalError):
+    """No connection to the database (none there, refused, a missing file's folder). Still an
+    `OperationalError`, so what retries on a database outage (the Celery tasks) retries on this too."""
+
+    def __init__(self, message: str, error: DBAPIError) -> None:
+        OperationalError.__init__(self, error.statement, error.params, error.orig or error)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def database_url() -> str:
@@ -29,7 +55,7 @@ def database_url() -> str:
 
 
 def is_sqlite(engine_or_url: Engine | str) -> bool:
-    url = engine_or_url.url if isinstance(engine_or_url, Engine) else make_url(engine_or_url)
+    url = engine_or_url.url if isinstance(engine_or_url, Engine) else parse_url(engine_or_url)
     return url.get_backend_name() == "sqlite"
 
 
@@ -45,6 +71,15 @@ PG_CONNECT: dict[str, Any] = {
 seconds instead of hanging for the kernel's many minutes, so a worker notices and its calls end."""
 
 
+def parse_url(url: str) -> URL:
+    """`url` parsed, or `DatabaseUnusable` saying which forms are expected."""
+    try:
+        return make_url(url)
+    except ArgumentError:
+        shown = url if len(url) <= SHOWN_URL_CHARS else url[:SHOWN_URL_CHARS] + "…"
+        raise DatabaseUnusable(f"{shown!r} is not a database URL (expected {URL_FORMS})") from None
+
+
 def make_engine(
     url: str,
     *,
@@ -52,10 +87,37 @@ def make_engine(
     pool_size: int | None = None,
     busy_timeout_s: float | None = None,
 ) -> Engine:
-    """An engine for `url`; for SQLite with WAL, fsync policy, foreign keys and explicit transactions.
+    """An engine for `url` that has connected once; `DatabaseUnusable` when it cannot.
     `pool_size`: connections kept (default 5 on PostgreSQL, 8 on SQLite), as many more on demand.
     `busy_timeout_s`: how long SQLite's own busy handler waits for the write lock (default 30 s; 0: the
     caller retries itself, see workers/sql/leases.py)."""
+    parsed = parse_url(url)
+    shown = parsed.render_as_string(hide_password=True)
+    try:
+        engine = _engine(url, sqlite_synchronous, pool_size, busy_timeout_s)
+    except (NoSuchModuleError, ImportError) as error:
+        raise DatabaseUnusable(
+            f"{shown}: no driver for {parsed.drivername!r} ({error}; expected {URL_FORMS})"
+        ) from None
+    try:
+        with engine.connect():
+            pass
+    except DBAPIError as error:
+        engine.dispose()
+        raise DatabaseUnreachable(f"cannot open the database {shown}: {_reason(error)}", error) from None
+    return engine
+
+
+def _reason(error: DBAPIError) -> str:
+    """The driver's own words, on one line ("database "x" does not exist", "unable to open database file")."""
+    words = " ".join(str(error.orig).split())
+    return words.rsplit("FATAL: ", 1)[-1][:300]
+
+
+def _engine(
+    url: str, sqlite_synchronous: str | None, pool_size: int | None, busy_timeout_s: float | None
+) -> Engine:
+    """An engine for `url`; for SQLite with WAL, fsync policy, foreign keys and explicit transactions."""
     if not is_sqlite(url):
         size = pool_size or 5
         return create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=size, connect_args=PG_CONNECT)

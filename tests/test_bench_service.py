@@ -1,0 +1,67 @@
+"""`tablehall bench service` as a real process: both games run to their figures (501♠ bids carry a range the
+bots choose an amount from), and a Ctrl-C leaves no match of its running: Spectacular Bid resigns, 501♠
+matches carry a decision limit that ends them. A hang fails through the bounds (no timing thresholds)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+import pytest
+
+from gateway.server import start_gateway
+from gateway.workers import Router
+from tablehall.bench_service import DECISION_LIMIT_S
+from tablehall.client import Client
+from tests.test_cli_edges import run
+from workers.host import MatchHost
+
+BOUND_S = 120.0
+
+
+@pytest.mark.parametrize("game", ["501", "spectacular-bid"])
+def test_a_small_bench_plays_every_match_and_prints_its_figures(game: str) -> None:
+    ran = run("bench", "service", "--game", game, "--matches", "4", "--concurrency", "4", stdin="")
+    assert ran.code == 0, ran.err[-3000:]
+    assert "Traceback" not in ran.err and "4 matches played to the end" in ran.out, ran.out
+    assert "command p50" in ran.out and "CPU per command" in ran.out
+
+
+@pytest.mark.parametrize("game", ["spectacular-bid", "501"])
+def test_ctrl_c_ends_the_bench_and_none_of_its_matches_stays_running(game: str) -> None:
+    async def body() -> tuple[int, str, list[dict[str, object]]]:
+        host = MatchHost()
+        gateway = await start_gateway(Router([host]), "127.0.0.1", 0)
+        address = f"127.0.0.1:{gateway.port}"
+        args = ["bench", "service", "--game", game, "--matches", "2000", "--concurrency", "8", "--address", address]
+        bench = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tablehall.cli", *args, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            async with asyncio.timeout(BOUND_S):
+                while len(host.actors) < 8:  # the bench has matches in play
+                    await asyncio.sleep(0.05)
+                bench.send_signal(signal.SIGINT)
+                _, err = await bench.communicate()
+            async with Client(address) as client:
+                views = [(await client.spectator(match_id).view())[1] for match_id in list(host.actors)]
+            assert bench.returncode is not None
+            return bench.returncode, err.decode(), views
+        finally:
+            if bench.returncode is None:
+                bench.kill()
+            host.close()
+            await gateway.stop(grace=0.5)
+
+    code, err, views = asyncio.run(body())
+    assert code == 130 and "Traceback" not in err, err[-3000:]
+    assert "tablehall bench service: interrupted; " in err
+    running = [view for view in views if view["status"] == "in_progress"]
+    if game == "spectacular-bid":
+        assert not running, f"{len(running)} matches left running: {err}"
+        assert "ended by resigning" in err
+    else:  # no resignation in 501♠: what is left ends on its decision limit
+        assert all(view["limit_ms"] == DECISION_LIMIT_S * 1000 for view in running)
+        assert f"left to end on their {DECISION_LIMIT_S:g} s decision limit" in err or not running
