@@ -35,6 +35,11 @@ class Mailbox:
     def busy(self) -> bool:
         return self._runner is not None
 
+    @property
+    def waiting(self) -> int:
+        """Pieces of work queued behind the one running."""
+        return len(self._queue)
+
     async def settled(self) -> None:
         """Wait until every queued piece of work has run (a partition being handed off)."""
         while self._runner is not None:

@@ -1,0 +1,115 @@
+"""The match actor's mailbox: one change at a time, in order; a caller that leaves before its turn takes
+its work with it, one that leaves during its turn does not stop it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from workers.mailbox import Mailbox
+
+
+def run(body: object) -> None:
+    asyncio.run(asyncio.wait_for(body, 10))  # type: ignore[arg-type]
+
+
+def test_work_runs_one_at_a_time_in_arrival_order() -> None:
+    async def body() -> None:
+        box, order, running = Mailbox(), [], []
+
+        async def work(n: int) -> int:
+            running.append(n)
+            assert len(running) == 1, "two pieces of work at once"
+            await asyncio.sleep(0)
+            order.append(n)
+            running.remove(n)
+            return n * 10
+
+        results = await asyncio.gather(*(box.run(lambda n=n: work(n)) for n in range(5)))
+        assert order == [0, 1, 2, 3, 4] and results == [0, 10, 20, 30, 40]
+        assert not box.busy
+
+    run(body())
+
+
+def test_a_caller_gone_before_its_turn_takes_its_work_with_it() -> None:
+    async def body() -> None:
+        box, gate, done = Mailbox(), asyncio.Event(), []
+
+        async def first() -> None:
+            await gate.wait()
+            done.append("first")
+
+        async def second() -> None:
+            done.append("second")
+
+        one = asyncio.create_task(box.run(first))
+        two = asyncio.create_task(box.run(second))
+        await asyncio.sleep(0)
+        two.cancel()  # before its turn
+        gate.set()
+        await one
+        await box.settled()
+        assert done == ["first"]
+        assert two.cancelled()
+
+    run(body())
+
+
+def test_a_caller_gone_during_its_turn_does_not_stop_the_work() -> None:
+    async def body() -> None:
+        box, entered, gate, done = Mailbox(), asyncio.Event(), asyncio.Event(), []
+
+        async def commit() -> str:
+            entered.set()
+            await gate.wait()  # the commit in flight
+            done.append("applied")
+            return "answer"
+
+        caller = asyncio.create_task(box.run(commit))
+        await entered.wait()
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        gate.set()
+        await box.settled()
+        assert done == ["applied"]  # it ran to its end although nobody waits for the answer
+
+    run(body())
+
+
+def test_an_error_reaches_its_caller_and_the_next_work_still_runs() -> None:
+    async def body() -> None:
+        box = Mailbox()
+
+        async def fails() -> None:
+            raise ValueError("refused")
+
+        async def fine() -> str:
+            return "ok"
+
+        with pytest.raises(ValueError, match="refused"):
+            await box.run(fails)
+        assert await box.run(fine) == "ok"
+
+    run(body())
+
+
+def test_an_error_nobody_waits_for_is_not_reported_as_unretrieved(caplog: pytest.LogCaptureFixture) -> None:
+    async def body() -> None:
+        box, entered, gate = Mailbox(), asyncio.Event(), asyncio.Event()
+
+        async def fails() -> None:
+            entered.set()
+            await gate.wait()
+            raise ValueError("nobody listens")
+
+        caller = asyncio.create_task(box.run(fails))
+        await entered.wait()
+        caller.cancel()
+        gate.set()
+        await box.settled()
+
+    run(body())
+    assert "never retrieved" not in caplog.text
