@@ -214,8 +214,11 @@ class MatchHost:
         }
 
     def _fenced(self, actor: MatchActor, error: FencedOut) -> None:
-        """Another process claimed this partition: stop serving all of its matches here."""
-        self.lose(actor.entry.partition, "is owned by another worker now")
+        """Another process claimed this partition: stop serving all of its matches here (unless the write
+        came from an actor of an earlier lease of the partition, closed already: this worker holds it anew)."""
+        held = self.held.get(actor.entry.partition)
+        if held is not None and held.epoch == actor.epoch:
+            self.lose(actor.entry.partition, "is owned by another worker now")
 
     def _refuse(self, match_id: str, partition: int) -> NotOwner:
         held = self.held.get(partition)

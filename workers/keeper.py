@@ -96,6 +96,7 @@ class LeaseKeeper:
         self._loop.call_soon(self._turn)
         self._thread = threading.Thread(target=self._beat, name="tablehall-heartbeat", daemon=True)
         self._thread.start()
+        self._acting = asyncio.create_task(self._run())
 
     def _turn(self) -> None:
         """The event loop turns: noted for the heartbeat thread, every beat."""
@@ -104,48 +105,58 @@ class LeaseKeeper:
             self._loop.call_later(self.settings.beat_ms / 1000, self._turn)
 
     def _beat(self) -> None:
-        """The heartbeat thread: renew every beat while the event loop turns; hand each result to the loop."""
+        """The heartbeat thread: renew every beat while the event loop turns. A heartbeat that got through
+        extends this worker's leases at once (`host.valid_until`), whatever the loop is doing."""
         assert self._loop is not None
         while not self._stop.wait(self.settings.beat_ms / 1000):
             if time.monotonic() - self._turned > STUCK_S:
                 continue  # a stuck loop serves nobody: let the leases run out
-            sent, now = time.monotonic(), self.host.clock()
             try:
-                outcome: LeaseTable | Exception = self.storage.renew(self.owner, now)
-            except Exception as error:
-                outcome = error
-            took = time.monotonic() - sent
-            if took * 1000 > self.settings.beat_ms:
-                log.warning("%s: a heartbeat took %.0f ms (a lease lasts %d ms)", self.owner, took * 1e3, self.lease_ms)
-            with contextlib.suppress(RuntimeError):  # the loop is closed: the process is ending
-                self._loop.call_soon_threadsafe(self._renewed, sent, outcome)
-            if isinstance(outcome, LeaseLost):
+                self._renew()
+            except LeaseLost as error:
+                with contextlib.suppress(RuntimeError):  # the loop is closed: the process is ending
+                    self._loop.call_soon_threadsafe(self._down, str(error))
                 return
+            except Exception as error:
+                with contextlib.suppress(RuntimeError):
+                    self._loop.call_soon_threadsafe(self._failed, error)
 
-    def _renewed(self, sent: float, outcome: LeaseTable | Exception) -> None:
-        """A heartbeat's result, on the loop: extend the leases, then take and give as the plan says."""
-        if isinstance(outcome, LeaseLost):
-            self._down(str(outcome))
-            return
-        if isinstance(outcome, Exception):
-            log.warning("%s: heartbeat failed (%s); leases hold until %.3f", self.owner, outcome, self._until())
-            return
-        self._extend(sent + (self.lease_ms - self.settings.beat_ms) / 1000)
-        self.table = outcome
-        if self._acting is None or self._acting.done():
-            self._acting = asyncio.ensure_future(self._act(outcome, sent))
+    def _renew(self) -> None:
+        sent = time.monotonic()
+        self.storage.beat(self.owner, self.host.clock())
+        self.host.valid_until = sent + (self.lease_ms - self.settings.beat_ms) / 1000
+        took = time.monotonic() - sent
+        if took * 1000 > self.settings.beat_ms:
+            log.warning("%s: a heartbeat took %.0f ms (a lease lasts %d ms)", self.owner, took * 1e3, self.lease_ms)
+
+    def _failed(self, error: Exception) -> None:
+        log.warning("%s: heartbeat failed (%s); leases hold until %.3f", self.owner, error, self._until())
+
+    async def _run(self) -> None:
+        """Every beat: read the lease table and act on it (the heartbeats themselves go on in their thread)."""
+        while not self.down:
+            await asyncio.sleep(self.settings.beat_ms / 1000)  # the table's cadence
+            self._arm_expiry()
+            read_at = time.monotonic()
+            try:
+                table = await self.storage.leases()
+            except Exception as error:
+                log.warning("%s: reading the lease table failed (%s)", self.owner, error)
+                continue
+            self.table = table
+            await self._act(table, read_at)
 
     async def tick(self) -> None:
-        """One heartbeat from the loop (at the start, and in a drain for a fresh table)."""
-        sent, now = time.monotonic(), self.host.clock()
+        """One heartbeat and one round on the table, from the loop (at the start, and in a drain)."""
         try:
-            table = await asyncio.to_thread(self.storage.renew, self.owner, now)
+            await asyncio.to_thread(self._renew)
         except LeaseLost as error:
             self._down(str(error))
             return
-        self._extend(sent + (self.lease_ms - self.settings.beat_ms) / 1000)
-        self.table = table
-        await self._act(table, sent)
+        read_at = time.monotonic()
+        self.table = await self.storage.leases()
+        self._arm_expiry()
+        await self._act(self.table, read_at)
 
     async def _act(self, table: LeaseTable, read_at: float) -> None:
         """Drop what is no longer ours, then take and give as the plan says (`read_at`: when the table
@@ -153,7 +164,7 @@ class LeaseKeeper:
         try:
             await self._plan(table, read_at)
         except Exception:
-            log.exception("%s: acting on the lease table failed; the next heartbeat tries again", self.owner)
+            log.exception("%s: acting on the lease table failed; the next round tries again", self.owner)
 
     async def _plan(self, table: LeaseTable, read_at: float) -> None:
         now = self.host.clock()
@@ -307,17 +318,21 @@ class LeaseKeeper:
         log.info("%s drained: %d partitions handed to live peers", self.owner, handed)
         return handed
 
-    def _extend(self, until: float) -> None:
-        """Leases renewed: serve until `until` (loop time), then stop unless renewed again."""
-        self.host.valid_until = until
+    def _arm_expiry(self) -> None:
+        """The moment this worker must stop serving, unless a heartbeat gets through before it."""
+        until = self._until()
         if self._expiry is not None:
             self._expiry.cancel()
-        self._expiry = asyncio.get_running_loop().call_at(until, self._expired)
+        if self._loop is not None and until:
+            self._expiry = self._loop.call_at(until, self._expired)
 
     def _until(self) -> float:
         return self.host.valid_until or 0.0
 
     def _expired(self) -> None:
+        if time.monotonic() < self._until():  # renewed meanwhile by the heartbeat thread
+            self._arm_expiry()
+            return
         if not self.host.held:
             return
         log.error("%s: no heartbeat got through for a lease; stops serving its %d partitions",
@@ -341,6 +356,7 @@ class LeaseKeeper:
             self.on_down()
 
     async def stop(self) -> None:
+        self.down = True
         self._stop.set()
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join)

@@ -114,25 +114,28 @@ def rank(partition: int, owner: str) -> int:
 
 
 def targets(table: LeaseTable, now_unix_ms: int, lease_ms: int, partitions: int = PARTITIONS) -> dict[int, str]:
-    """The owner every live worker agrees each partition should have (empty: no live worker)."""
+    """The owner every live worker agrees each partition should have (empty: no live worker). Shares
+    differ by one at most; the larger shares go to the workers holding the most already (fewer moves)."""
     live = [m.owner for m in table.live(now_unix_ms, lease_ms)]
     if not live:
         return {}
-    share = -(-partitions // len(live))
-    load = dict.fromkeys(live, 0)
-    kept: dict[str, list[int]] = defaultdict(list)
+    held: dict[str, list[int]] = defaultdict(list)
     for lease in table.partitions.values():
-        if lease.owner in load and lease.partition < partitions:
-            kept[lease.owner].append(lease.partition)
+        if lease.owner in live and lease.partition < partitions:
+            held[lease.owner].append(lease.partition)
+    base, extra = divmod(partitions, len(live))
+    by_holding = sorted(live, key=lambda o: (-len(held[o]), o))
+    share = {owner: base + (1 if i < extra else 0) for i, owner in enumerate(by_holding)}
+    load = dict.fromkeys(live, 0)
     target: dict[int, str] = {}
-    for owner, held in kept.items():
-        preferred = sorted((-rank(p, owner), p) for p in held)
-        for _, partition in preferred[:share]:
+    for owner, mine in held.items():
+        for _, partition in sorted((-rank(p, owner), p) for p in mine)[: share[owner]]:
             target[partition] = owner
             load[owner] += 1
     for partition in range(partitions):
         if partition not in target:
-            owner = min((load[o], -rank(partition, o), o) for o in live)[2]
+            room = [o for o in live if load[o] < share[o]]
+            owner = min((load[o] - share[o], -rank(partition, o), o) for o in room)[2]
             target[partition] = owner
             load[owner] += 1
     return target

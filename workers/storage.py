@@ -102,10 +102,10 @@ class Storage(Protocol):
         """Register a worker (active, listening at `address`), heartbeat now."""
         ...
 
-    def renew(self, owner: str, now_unix_ms: int) -> LeaseTable:
-        """Heartbeat (every lease `owner` holds now lasts another lease from `now`) and read the table;
-        `LeaseLost` if `owner` was marked down or gone. Blocking: the worker's heartbeat thread calls it,
-        so that a busy event loop never lets a lease run out."""
+    def beat(self, owner: str, now_unix_ms: int) -> None:
+        """Heartbeat: every lease `owner` holds now lasts another lease from `now`; `LeaseLost` if `owner`
+        was marked down or gone. Blocking: the worker's heartbeat thread calls it, so that a busy event
+        loop never lets a lease run out."""
         ...
 
     async def leases(self) -> LeaseTable:
@@ -183,12 +183,11 @@ class MemoryStorage:
         self.members[owner] = (address, MemberState.ACTIVE)
         self.beats[owner] = now_unix_ms
 
-    def renew(self, owner: str, now_unix_ms: int) -> LeaseTable:
+    def beat(self, owner: str, now_unix_ms: int) -> None:
         _, state = self.members.get(owner, ("", MemberState.GONE))
         if state not in (MemberState.ACTIVE, MemberState.DRAINING):
             raise LeaseLost(f"{owner} is {state}: it holds no lease")
         self.beats[owner] = now_unix_ms
-        return self._table()
 
     async def leases(self) -> LeaseTable:
         return self._table()

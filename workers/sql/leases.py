@@ -42,7 +42,7 @@ def join(conn: Connection, owner: str, address: str, now: int) -> None:
     conn.execute(stmt, values)
 
 
-def renew(conn: Connection, owner: str, now: int) -> LeaseTable:
+def beat(conn: Connection, owner: str, now: int) -> None:
     w = m.workers
     alive = (MemberState.ACTIVE.value, MemberState.DRAINING.value)
     done = conn.execute(
@@ -51,7 +51,6 @@ def renew(conn: Connection, owner: str, now: int) -> LeaseTable:
     if done.rowcount == 0:
         state = conn.execute(select(w.c.state).where(w.c.owner == owner)).scalar()
         raise LeaseLost(f"{owner} is {state or 'unknown'}: it holds no lease")
-    return read(conn)
 
 
 def read(conn: Connection) -> LeaseTable:
@@ -164,10 +163,9 @@ class Board:
     async def join(self, owner: str, address: str, now_unix_ms: int) -> None:
         await self._run(join, owner, address, now_unix_ms)
 
-    def renew(self, owner: str, now_unix_ms: int) -> LeaseTable:
+    def beat(self, owner: str, now_unix_ms: int) -> None:
         """Blocking, in the caller's thread (the worker's heartbeat thread) on a connection of the pool."""
-        table: LeaseTable = self._tx(renew, owner, now_unix_ms)
-        return table
+        self._tx(beat, owner, now_unix_ms)
 
     async def leases(self) -> LeaseTable:
         table: LeaseTable = await self._run(read)

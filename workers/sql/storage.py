@@ -111,8 +111,8 @@ class SqlStorage:
     async def join(self, owner: str, address: str, now_unix_ms: int) -> None:
         await self.board.join(owner, address, now_unix_ms)
 
-    def renew(self, owner: str, now_unix_ms: int) -> LeaseTable:
-        return self.board.renew(owner, now_unix_ms)
+    def beat(self, owner: str, now_unix_ms: int) -> None:
+        self.board.beat(owner, now_unix_ms)
 
     async def leases(self) -> LeaseTable:
         return await self.board.leases()
