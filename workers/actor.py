@@ -24,6 +24,7 @@ from workers.games.records import Match
 from workers.replay_log import Position, changes, fresh
 from workers.shuffle import shuffled
 from workers.storage import FencedOut, LogEntry, MatchEntry, Progress, Snapshot, Storage, Stored
+from workers.voids import VoidReason
 
 log = logging.getLogger("tablehall.worker")
 
@@ -378,9 +379,9 @@ class MatchActor:
             try:
                 if now - deadline > self.tolerance_ms:
                     metrics.FAULTS.labels("timer_late").inc()
-                    match, _ = self.match.void("timer_late", now)
+                    match, _ = self.match.void(VoidReason.TIMER_LATE, now)
                     log.warning("match %s: deadline timer fired %d ms late: voided", self.match_id, now - deadline)
-                    await self._commit(match, [("void", None, {"reason": "timer_late"}, now)], now)
+                    await self._commit(match, [("void", None, {"reason": VoidReason.TIMER_LATE.value}, now)], now)
                 else:
                     match, _ = self.match.advance(now)
                     await self._commit(match, [("deadline", None, {}, now)], now)

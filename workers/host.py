@@ -29,6 +29,7 @@ from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.errors import MalformedAction
 from workers.partitions import PARTITIONS, partition_of
 from workers.storage import FencedOut, MatchEntry, MemoryStorage, Storage
+from workers.voids import VoidReason
 
 log = logging.getLogger("tablehall.worker")
 
@@ -104,7 +105,7 @@ class MatchHost:
                 recovered += 1
                 if stored.progress.clock_running and outage is not None and outage > self.tolerance_ms:
                     metrics.FAULTS.labels("worker_down").inc()
-                    await actor.void("worker_down", Millis(now - actor.entry.created_unix_ms))
+                    await actor.void(VoidReason.WORKER_DOWN, Millis(now - actor.entry.created_unix_ms))
                     voided += 1
                 actor.arm()
         finally:
@@ -224,7 +225,7 @@ class MatchHost:
 
     async def cancel_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
         """Void these matches (a batch that could not be created everywhere); unknown ids are skipped."""
-        reason = request.reason or "cancelled"
+        reason = request.reason or VoidReason.CANCELLED
         known = [self.actors[m] for m in request.match_ids if self._owned(m) is not None and m in self.actors]
         await asyncio.gather(*(a.void(reason, Millis(self.clock() - a.entry.created_unix_ms)) for a in known))
         return self._states([a.match_id for a in known])

@@ -73,6 +73,8 @@ class Game(Protocol[S, A, D]):
     max_seats: int
     deals_key: str
     """Where a record keeps this game's deals, in order ("rounds" or "hands")."""
+    endings: tuple[str, ...]
+    """Every way a match of this game can end with a result: the `reason` of its outcome."""
 
     def start(self, seats: int, options: Mapping[str, JSON], lot: Seat = Seat(0)) -> S:
         """A new match. `lot` is the host's draw by lot where the game needs one (501♠'s first dealer)."""

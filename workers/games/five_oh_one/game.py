@@ -20,6 +20,8 @@ class FiveOhOne:
     min_seats = 3
     max_seats = 4
     deals_key = "hands"
+    endings: tuple[str, ...] = ("score", "time")
+    """A score reached the end (F-9), or a decision limit ran out."""
 
     def start(self, seats: int, options: Mapping[str, JSON], lot: Seat = FIRST_SEAT) -> State:
         return rules.start(seats, options, lot)
