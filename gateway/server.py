@@ -11,6 +11,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from gateway.guard import Guard
+from gateway.limits import Budgets, LimitSettings
 from gateway.service import MatchesService
 from gateway.tournaments.service import TournamentsService
 from gateway.workers import Router
@@ -32,10 +34,15 @@ class Gateway:
         await self.server.stop(grace)
 
 
-def public_servicers(router: Router) -> dict[str, Any]:
+def public_servicers(router: Router, budgets: Budgets | None = None) -> dict[str, Any]:
     """The public services by full name, one servicer each: the gRPC server and the HTTP door for browsers
-    (gateway/web.py) serve the same instances."""
-    return {MATCHES: MatchesService(router), TOURNAMENTS: TournamentsService(router)}
+    (gateway/web.py) serve the same instances, behind the same per-client limits (gateway/guard.py;
+    `budgets` None: the settings of the environment)."""
+    guard = Guard(budgets if budgets is not None else Budgets(LimitSettings.from_env()))
+    return {
+        MATCHES: guard.guarded(MatchesService(router), MATCHES),
+        TOURNAMENTS: guard.guarded(TournamentsService(router), TOURNAMENTS),
+    }
 
 
 async def start_gateway(

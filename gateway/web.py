@@ -57,8 +57,11 @@ EXPOSED_HEADERS = (
     "grpc-status-details-bin",
     "tablehall-error",
     "trailer-tablehall-error",
+    "retry-after-ms",
+    "trailer-retry-after-ms",
 )
-"""What a cross-origin browser may read back: gRPC-Web's status and the service's stable error code."""
+"""What a cross-origin browser may read back: gRPC-Web's status, the service's stable error code and its
+retry hint when a caller is over its limits."""
 
 
 @dataclass(frozen=True, slots=True)

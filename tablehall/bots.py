@@ -200,6 +200,7 @@ async def run_bot(
     failures = 0
     try:
         while True:
+            told = 0.0  # the service's retry hint when it refused us for our rate
             try:
                 await bot.connected(*await bot.seat.view())
                 if is_over(bot.view):
@@ -212,13 +213,14 @@ async def run_bot(
                 if is_over(bot.view):
                     return bot.view
             except TablehallError as error:
-                if error.status not in RETRYABLE:
+                if error.status not in RETRYABLE and error.retry_after_s is None:
                     raise
+                told = error.retry_after_s or 0.0
                 log.info("bot: stream of %s dropped (%s); resuming after seq %d", match_id, error, bot.seq)
             failures += 1
             if failures > max_reconnects:
                 raise ConnectionError(f"the stream of match {match_id} kept dropping; gave up after seq {bot.seq}")
-            await asyncio.sleep(min(0.05 * 2**failures, 1.0))
+            await asyncio.sleep(max(told, min(0.05 * 2**failures, 1.0)))
     finally:
         if own:
             await client.close()
@@ -258,6 +260,9 @@ class _Bot:
             try:
                 seq, after = await self.seat.act(action)
             except TablehallError as error:
+                if error.retry_after_s is not None:  # over our request budget: wait as told, then again
+                    await asyncio.sleep(error.retry_after_s)
+                    continue
                 if error.status is not grpc.StatusCode.FAILED_PRECONDITION:
                     raise
                 if rereads:
