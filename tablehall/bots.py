@@ -26,7 +26,7 @@ from typing import Any
 
 import grpc
 
-from tablehall.client import Client, SeatClient, TablehallError
+from tablehall.client import Client, SeatClient, TablehallError, Tls
 
 log = logging.getLogger("tablehall.bots")
 
@@ -187,6 +187,7 @@ async def run_bot(
     report: Report | None = None,
     client: Client | None = None,
     max_reconnects: int = 20,
+    tls: Tls | None = None,
 ) -> View:
     """Play one seat to the end of the match and return its final view.
 
@@ -195,7 +196,7 @@ async def run_bot(
     the bot re-reads the view and carries on.
     """
     own = client is None
-    client = client or Client(address)
+    client = client or Client(address, tls)
     bot = _Bot(client.seat(match_id, token), random.Random(seed), greedy, think_s, report)
     failures = 0
     try:
@@ -281,7 +282,9 @@ class _Bot:
                 self.seq, self.view = seq, after
 
 
-def bot_command(address: str, match_id: str, token: str, greedy: bool, seed: int | None, think_s: float) -> int:
+def bot_command(
+    address: str, match_id: str, token: str, greedy: bool, seed: int | None, think_s: float, tls: Tls | None = None
+) -> int:
     """`tablehall bot`: play one seat to the end, one line per move, then the result."""
     from tablehall.render import describe, result_line
 
@@ -290,7 +293,7 @@ def bot_command(address: str, match_id: str, token: str, greedy: bool, seed: int
 
     try:
         final = asyncio.run(
-            run_bot(address, match_id, token, greedy=greedy, seed=seed, think_s=think_s, report=report)
+            run_bot(address, match_id, token, greedy=greedy, seed=seed, think_s=think_s, report=report, tls=tls)
         )
     except (TablehallError, ConnectionError) as error:
         print(f"tablehall bot: {error}", file=sys.stderr)

@@ -26,7 +26,7 @@ from rich.live import Live
 from rich.markdown import Markdown
 
 from tablehall import bots
-from tablehall.client import Client, SeatClient, TablehallError
+from tablehall.client import Client, SeatClient, TablehallError, Tls
 from tablehall.menu import BadInput, Item, menu, parse
 from tablehall.render import MatchTime, clock_line, result_line, seat_name, view_lines
 
@@ -305,10 +305,11 @@ async def run_play(
     think_s: float = 0.5,
     options: Mapping[str, Any] | None = None,
     console: Console | None = None,
+    tls: Tls | None = None,
 ) -> int:
     console = console or Console(highlight=False, soft_wrap=True)
     keyboard = Keyboard()
-    async with Client(address) as client:
+    async with Client(address, tls) as client:
         count = players or (2 if game == SB else 3)
         if join is not None:
             if not token:
@@ -332,7 +333,7 @@ async def run_play(
             if vs == "friend" and not shared:
                 for seat in range(1, count):
                     console.print(
-                        f"  {names[seat]} joins with: tablehall play --address {address} "
+                        f"  {names[seat]} joins with: tablehall play --address {address}{' --tls' if tls else ''} "
                         f"--join {match_id} --token {created.tokens[seat]}",
                         markup=False,
                     )
