@@ -27,6 +27,7 @@ from gateway.web import WebDoor, start_web_door
 from gateway.workers import Router
 from protos.tablehall.v1 import matches_pb2
 from tablehall.bench_service import Tally, bot, quantile
+from tablehall.bots import run_bot
 from tablehall.client import Client, Result, TablehallError
 from tests.processes import stop_process
 from tests.web_support import raw_unary
@@ -158,6 +159,25 @@ def test_a_flooding_client_is_refused_while_another_match_plays_unhindered() -> 
     # the flooder: refused, and never let through more than its budget allows
     assert tally.refused > 0 and tally.refused_while_playing > 0
     assert tally.passed <= settings.burst + settings.rate_per_s * elapsed + 1
+
+
+def test_bots_over_their_budget_wait_as_told_and_finish_the_match() -> None:
+    """Two bots at full speed on a tight budget: refused for rate along the way (counted), they wait for
+    the retry hint and play the match to its end."""
+    settings = LimitSettings(rate_per_s=10, burst=5, max_watches=8)  # a match takes each seat 10+ commands
+
+    async def main() -> tuple[str, float]:
+        async with limited(settings) as service, Client(service.address) as host:
+            created = await host.create_match(SB, ["Ana", "Bia"], {"start_points": 25})
+            before = rejected("rate_limited")
+            finals = await asyncio.gather(*(
+                run_bot(service.address, created.match_id, token, greedy=True, seed=k)
+                for k, token in enumerate(created.tokens)
+            ))  # fmt: skip
+            return str(finals[0]["status"]), rejected("rate_limited") - before
+
+    status, refused = asyncio.run(asyncio.wait_for(main(), 120))
+    assert status == "finished" and refused > 0
 
 
 def test_a_play_stream_counts_each_command_and_ends_refused_changing_nothing() -> None:
