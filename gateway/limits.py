@@ -24,7 +24,8 @@ DEFAULT_MAX_WATCHES = 100
 WATCH_RETRY_MS = 1000
 """The retry hint for a refused stream: a slot frees only when another stream of the caller ends."""
 KEEP_KEYS = 10_000
-"""Past this many buckets, the full ones (as good as new) are forgotten."""
+"""Past this many buckets, the full ones (as good as new) are forgotten; the next look is when the count
+has doubled again, so a crowd of busy callers costs no sweep per request."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,8 @@ class Budgets:
     settings: LimitSettings = field(default_factory=LimitSettings)
     buckets: dict[str, TokenBucket] = field(default_factory=dict)
     watches: dict[str, int] = field(default_factory=dict)
+    sweep_at: int = KEEP_KEYS
+    """The bucket count at which full buckets are next forgotten."""
 
     def spend(self, keys: Sequence[str], now: float) -> Refusal | None:
         """One request of every key at `now`; refused (and nothing spent) if any key's bucket is empty."""
@@ -118,7 +121,7 @@ class Budgets:
             retry = math.ceil(wait * 1000) if math.isfinite(wait) else 60_000
             return Refusal(f"too many requests: at most {self.settings.rate_per_s:g} a second", retry)
         self.buckets.update(taken)
-        if len(self.buckets) > KEEP_KEYS:
+        if len(self.buckets) > self.sweep_at:
             self.forget(now)
         return None
 
@@ -126,6 +129,7 @@ class Budgets:
         """Drop the buckets that have refilled completely: a new one would be the same."""
         for key in [k for k, b in self.buckets.items() if b.level(now) >= b.burst]:
             del self.buckets[key]
+        self.sweep_at = max(KEEP_KEYS, 2 * len(self.buckets))
 
     def open_watch(self, keys: Sequence[str]) -> Refusal | None:
         """One more open stream for every key, or a refusal (nothing counted) if any key is at the limit."""

@@ -14,6 +14,7 @@ from gateway.limits import (
     DEFAULT_BURST,
     DEFAULT_MAX_WATCHES,
     DEFAULT_RATE_PER_S,
+    KEEP_KEYS,
     Budgets,
     LimitSettings,
     TokenBucket,
@@ -114,6 +115,18 @@ def test_forgetting_full_buckets_changes_no_decision(calls: list[tuple[list[str]
         if kept is not None and forgot is not None:
             assert kept.retry_after_ms == forgot.retry_after_ms
         forgetting.forget(now)
+
+
+def test_many_callers_are_remembered_while_busy_and_forgotten_once_full() -> None:
+    budgets = Budgets(LimitSettings(rate_per_s=1, burst=2, max_watches=1))
+    for k in range(KEEP_KEYS + 5):  # all at once: none is full again, none may be forgotten
+        assert budgets.spend([f"peer {k}"], 0.0) is None
+    assert len(budgets.buckets) == KEEP_KEYS + 5
+    assert budgets.sweep_at == 2 * (KEEP_KEYS + 1)  # one sweep found none full: the next at twice as many
+    budgets.forget(10.0)  # later they have all refilled
+    assert budgets.buckets == {} and budgets.sweep_at == KEEP_KEYS
+    assert budgets.spend(["peer 0"], 10.0) is None and budgets.spend(["peer 0"], 10.0) is None
+    assert budgets.spend(["peer 0"], 10.0) is not None  # a forgotten caller starts full, not empty
 
 
 def test_open_streams_are_counted_per_key_and_released() -> None:
