@@ -38,6 +38,7 @@ STATUS: dict[str, grpc.StatusCode] = {
     "not_found": grpc.StatusCode.NOT_FOUND,
     "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
     "permission_denied": grpc.StatusCode.PERMISSION_DENIED,
+    "rate_limited": grpc.StatusCode.RESOURCE_EXHAUSTED,
     "wrong_owner": grpc.StatusCode.UNAVAILABLE,
     "unavailable": grpc.StatusCode.UNAVAILABLE,
     "internal": grpc.StatusCode.INTERNAL,

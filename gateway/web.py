@@ -32,6 +32,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
 
 from gateway.connect_door import ConnectBridge
+from gateway.tls import ServerTls
 
 log = logging.getLogger("tablehall.web")
 
@@ -57,8 +58,11 @@ EXPOSED_HEADERS = (
     "grpc-status-details-bin",
     "tablehall-error",
     "trailer-tablehall-error",
+    "retry-after-ms",
+    "trailer-retry-after-ms",
 )
-"""What a cross-origin browser may read back: gRPC-Web's status and the service's stable error code."""
+"""What a cross-origin browser may read back: gRPC-Web's status, the service's stable error code and its
+retry hint when a caller is over its limits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,11 +180,12 @@ class WebDoor:
     loop_task: asyncio.Task[None]
     host: str
     port: int
+    tls: bool = False
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}/"
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stop accepting, let calls in flight finish within `grace`, then cancel what is left."""
@@ -191,9 +196,13 @@ class WebDoor:
 
 
 async def start_web_door(
-    servicers: Mapping[str, Any], host: str = "127.0.0.1", port: int = DEFAULT_WEB_PORT, origins: Sequence[str] = ()
+    servicers: Mapping[str, Any],
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_WEB_PORT,
+    origins: Sequence[str] = (),
+    tls: ServerTls | None = None,
 ) -> WebDoor:
-    """Serves the HTTP door in the running event loop; `port` 0 picks a free one."""
+    """Serves the HTTP door in the running event loop; `port` 0 picks a free one; HTTPS with `tls`."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -211,6 +220,8 @@ async def start_web_door(
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=5,
+        ssl_certfile=str(tls.cert_file) if tls else None,
+        ssl_keyfile=str(tls.key_file) if tls else None,
     )
     config.load()
     server = uvicorn.Server(config)
@@ -218,4 +229,4 @@ async def start_web_door(
     await server.startup(sockets=[sock])
     if not (static / "index.html").is_file():
         log.warning("web page not built (%s): run `npm ci && npm run build` in web/", static)
-    return WebDoor(server, sock, asyncio.create_task(server.main_loop()), host, sock.getsockname()[1])
+    return WebDoor(server, sock, asyncio.create_task(server.main_loop()), host, sock.getsockname()[1], tls is not None)

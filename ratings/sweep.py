@@ -30,11 +30,12 @@ from workers.sql import models as m
 from workers.sql import writes
 from workers.sql.models import rows
 from workers.storage import LogEntry, Progress
+from workers.voids import VoidReason
 
 log = logging.getLogger("tablehall.sweep")
 
-OWNER_UNREACHABLE = "owner_unreachable"
-ABANDONED = "abandoned"
+OWNER_UNREACHABLE = VoidReason.OWNER_UNREACHABLE.value
+ABANDONED = VoidReason.ABANDONED.value
 IN_PROGRESS = "in_progress"
 LIMIT = 1000
 """Matches handled per sweep at most (the next sweep takes the rest)."""

@@ -26,7 +26,7 @@ from typing import Any
 
 import grpc
 
-from tablehall.client import Client, SeatClient, ServiceUnreachable, TablehallError
+from tablehall.client import Client, SeatClient, ServiceUnreachable, TablehallError, Tls
 
 log = logging.getLogger("tablehall.bots")
 
@@ -192,6 +192,7 @@ async def run_bot(
     report: Report | None = None,
     client: Client | None = None,
     max_reconnects: int = 20,
+    tls: Tls | None = None,
 ) -> View:
     """Play one seat to the end of the match and return its final view.
 
@@ -200,7 +201,7 @@ async def run_bot(
     the bot re-reads the view and carries on.
     """
     own = client is None
-    client = client or Client(address)
+    client = client or Client(address, tls)
     if own:
         try:
             await client.reachable()  # no service there: say so now, not after max_reconnects attempts
@@ -211,6 +212,7 @@ async def run_bot(
     failures = 0
     try:
         while True:
+            told = 0.0  # the service's retry hint when it refused us for our rate
             try:
                 await bot.connected(*await bot.seat.view())
                 if is_over(bot.view):
@@ -223,13 +225,14 @@ async def run_bot(
                 if is_over(bot.view):
                     return bot.view
             except TablehallError as error:
-                if error.status not in RETRYABLE:
+                if error.status not in RETRYABLE and error.retry_after_s is None:
                     raise
+                told = error.retry_after_s or 0.0
                 log.info("bot: stream of %s dropped (%s); resuming after seq %d", match_id, error, bot.seq)
             failures += 1
             if failures > max_reconnects:
                 raise ConnectionError(f"the stream of match {match_id} kept dropping; gave up after seq {bot.seq}")
-            await asyncio.sleep(min(0.05 * 2**failures, 1.0))
+            await asyncio.sleep(max(told, min(0.05 * 2**failures, 1.0)))
     finally:
         if own:
             await client.close()
@@ -269,6 +272,9 @@ class _Bot:
             try:
                 seq, after = await self.seat.act(action)
             except TablehallError as error:
+                if error.retry_after_s is not None:  # over our request budget: wait as told, then again
+                    await asyncio.sleep(error.retry_after_s)
+                    continue
                 if error.status is not grpc.StatusCode.FAILED_PRECONDITION:
                     raise
                 if rereads:
@@ -287,7 +293,9 @@ class _Bot:
                 self.seq, self.view = seq, after
 
 
-def bot_command(address: str, match_id: str, token: str, greedy: bool, seed: int | None, think_s: float) -> int:
+def bot_command(
+    address: str, match_id: str, token: str, greedy: bool, seed: int | None, think_s: float, tls: Tls | None = None
+) -> int:
     """`tablehall bot`: play one seat to the end, one line per move, then the result. Exit 2 when it cannot
     start (no service at `address`, a match id or token the service refuses), 1 when lost during the match."""
     from tablehall.render import describe, result_line
@@ -296,7 +304,9 @@ def bot_command(address: str, match_id: str, token: str, greedy: bool, seed: int
         print(f"{seq:>4}  {describe(action, after)}", flush=True)
 
     try:
-        final = asyncio.run(run_bot(address, match_id, token, greedy=greedy, seed=seed, think_s=think_s, report=report))
+        final = asyncio.run(
+            run_bot(address, match_id, token, greedy=greedy, seed=seed, think_s=think_s, report=report, tls=tls)
+        )
     except ServiceUnreachable as error:
         print(f"tablehall bot: {error}", file=sys.stderr)
         return 2

@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tablehall.tls_args import add_client_tls, add_server_tls, client_tls, server_tls
+
 EXIT_ILLEGAL = 1
 EXIT_MALFORMED = 2
 
@@ -82,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving.add_argument("--metrics-port", type=int, default=None, help=METRICS_HELP)
     serving.add_argument("--web-port", default=None, help=WEB_HELP.format(default="8080, or a free one with --port 0"))
     serving.add_argument("--cors-origins", default=None, help=CORS_HELP)
+    add_server_tls(serving)
 
     front = commands.add_parser("gateway", help="the gateway alone, routing to the worker processes")
     front.add_argument("--host", default=None)
@@ -96,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     front.add_argument("--metrics-port", type=int, default=None, help=METRICS_HELP)
     front.add_argument("--web-port", default=None, help=WEB_HELP.format(default="off"))
     front.add_argument("--cors-origins", default=None, help=CORS_HELP)
+    add_server_tls(front)
 
     worker = commands.add_parser(
         "worker", help="a match worker: takes an even share of the partitions by leases ('worker drain ADDRESS')"
@@ -139,6 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     play.add_argument("--points", type=int, default=None, help="Spectacular Bid: starting points (150)")
     play.add_argument("--bank", type=float, default=None, help="Spectacular Bid: bank seconds (120)")
     play.add_argument("--start-score", type=int, default=None, help="501♠: starting score (501)")
+    add_client_tls(play)
 
     bot = commands.add_parser("bot", help="a bot that joins a match with a seat token and plays it to the end")
     bot.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
@@ -147,6 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bot.add_argument("--greedy", action="store_true", help="prefer scoring plays")
     bot.add_argument("--seed", type=int, default=None)
     bot.add_argument("--think", type=float, default=0.0, help="seconds to wait before each move")
+    add_client_tls(bot)
 
     record = commands.add_parser("record", help="a finished match's record from the service (for verify, replay)")
     record.add_argument("match", help="the match id")
@@ -177,7 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             web = WebSettings.of(args.web_port, args.cors_origins, DEFAULT_WEB_PORT if port else 0)
             if _cannot_listen("serve", host, port):
                 return EXIT_MALFORMED
-            asyncio.run(serve(host, port, args.workers or 0, args.database_url, args.metrics_port, web))
+            tls = server_tls(args)
+            asyncio.run(serve(host, port, args.workers or 0, args.database_url, args.metrics_port, web, tls))
             return 0
         if args.command == "gateway":
             import asyncio
@@ -191,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(
                 run_gateway(
                     *settings(args.host, args.port), args.workers, args.worker_address, args.metrics_port, web,
-                    args.database_url,
+                    server_tls(args), args.database_url,
                 )
             )
             return 0
@@ -266,13 +273,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(
                 run_play(
                     args.address, args.game, args.vs, join=args.join, token=args.token, shared=args.shared_device,
-                    players=args.players, name=args.name, think_s=args.think, options=options,
+                    players=args.players, name=args.name, think_s=args.think, options=options, tls=client_tls(args),
                 )
             )
         if args.command == "bot":
             from tablehall.bots import bot_command
 
-            return bot_command(args.address, args.match, args.token, args.greedy, args.seed, args.think)
+            return bot_command(
+                args.address, args.match, args.token, args.greedy, args.seed, args.think, tls=client_tls(args)
+            )
     except KeyboardInterrupt:
         return 130
     except Exception as error:

@@ -26,15 +26,18 @@ from protos.tablehall.v1 import matches_pb2, matches_pb2_grpc
 ERROR_CODE_KEY = "tablehall-error"
 REACH_S = 3.0
 """How long `Client.reachable` waits for the service to answer before saying it cannot be reached."""
+RETRY_AFTER_KEY = "retry-after-ms"
 
 
 class TablehallError(Exception):
-    """A refused call: `status` is the gRPC status, `code` the service's stable error code."""
+    """A refused call: `status` is the gRPC status, `code` the service's stable error code, and for a
+    caller over its limits (`rate_limited`) `retry_after_s`, when to try again."""
 
-    def __init__(self, status: grpc.StatusCode, code: str, message: str) -> None:
+    def __init__(self, status: grpc.StatusCode, code: str, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
+        self.retry_after_s = retry_after_s
 
     def line(self, limit: int = 300) -> str:
         """The message and its code on one line for a terminal, clipped: a refusal may quote a huge input."""
@@ -43,8 +46,12 @@ class TablehallError(Exception):
 
     @staticmethod
     def of(error: grpc.aio.AioRpcError) -> TablehallError:
-        code = next((str(v) for k, v in error.trailing_metadata() or () if k == ERROR_CODE_KEY), "")
-        return TablehallError(error.code(), code, error.details() or error.code().name)
+        trailers = {k: str(v) for k, v in error.trailing_metadata() or ()}
+        retry = trailers.get(RETRY_AFTER_KEY, "")
+        retry_after_s = int(retry) / 1000 if retry.isdigit() else None
+        return TablehallError(
+            error.code(), trailers.get(ERROR_CODE_KEY, ""), error.details() or error.code().name, retry_after_s
+        )
 
 
 class ServiceUnreachable(ConnectionError):
@@ -166,7 +173,10 @@ class Session:
         ref = self.refs
         request = matches_pb2.PlayRequest(ref=ref, action=action_message(action))
         async with self.writing:
-            await self.call.write(request)
+            try:
+                await self.call.write(request)
+            except grpc.aio.AioRpcError as error:  # the stream has ended (`events` says why)
+                raise TablehallError.of(error) from None
         return ref
 
     async def events(self) -> AsyncIterator[tuple[int, dict[str, Any]] | Result]:
@@ -190,10 +200,33 @@ class Session:
         self.call.cancel()
 
 
+@dataclass(frozen=True, slots=True)
+class Tls:
+    """Reach the service over TLS, trusting `ca` (PEM certificates) or, without it, the system's roots."""
+
+    ca: bytes | None = None
+
+
+CHANNEL_OPTIONS = (("grpc.use_local_subchannel_pool", 1),)
+"""Each channel its own connection: gRPC would otherwise share one TCP connection among every channel to
+the same address, and the service budgets requests per connection (gateway/limits.py)."""
+
+
+def open_channel(address: str, tls: Tls | None = None) -> grpc.aio.Channel:
+    """A channel to the service: plaintext (the local default) or TLS."""
+    if tls is None:
+        return grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+    credentials = grpc.ssl_channel_credentials(root_certificates=tls.ca)
+    return grpc.aio.secure_channel(address, credentials, options=CHANNEL_OPTIONS)
+
+
 class Client:
-    def __init__(self, address: str) -> None:
+    """The service at `address`, on a connection of its own (plaintext, or TLS with `tls`)."""
+
+    def __init__(self, address: str, tls: Tls | None = None) -> None:
         self.address = address
-        self.channel = grpc.aio.insecure_channel(address)
+        self.tls = tls
+        self.channel = open_channel(address, tls)
         self.stub = matches_pb2_grpc.MatchesStub(self.channel)
 
     async def __aenter__(self) -> Client:

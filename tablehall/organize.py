@@ -29,7 +29,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_grpc
-from tablehall.client import TablehallError
+from tablehall.client import TablehallError, open_channel
+from tablehall.tls_args import client_tls
 
 T = TypeVar("T")
 EXIT_REFUSED = 1
@@ -73,7 +74,7 @@ def _organizer(name: str, url: str | None) -> int:
 
 
 async def _remote(args: argparse.Namespace, console: Console) -> int:
-    channel = grpc.aio.insecure_channel(args.address)
+    channel = open_channel(args.address, client_tls(args))
     stub = tournaments_pb2_grpc.TournamentsStub(channel)
     try:
         if args.command == "tournament" and args.kind == "bot":
@@ -296,7 +297,7 @@ async def _bot(args: argparse.Namespace) -> int:
     from tablehall.client import Client
     from tablehall.entrant import play_tournament
 
-    client = Client(args.address)
+    client = Client(args.address, client_tls(args))
     try:
         final = await play_tournament(
             client, args.tournament, args.token, on_table=lambda a: print(f"round {a.round}: table {a.match_id}, "

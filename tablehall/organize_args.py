@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tablehall.tls_args import add_client_tls
+
 
 def add_commands(commands: Any, address: str) -> None:
     organizer = commands.add_parser("organizer", help="organizer keys for the Tournaments API")
@@ -18,6 +20,7 @@ def add_commands(commands: Any, address: str) -> None:
     def remote(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
         parser.add_argument("--key", default=None, help="organizer key (env TABLEHALL_ORGANIZER_KEY)")
+        add_client_tls(parser)
 
     def options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--game", required=True, choices=["spectacular-bid", "501"])
@@ -64,3 +67,4 @@ def add_commands(commands: Any, address: str) -> None:
     bot.add_argument("tournament")
     bot.add_argument("--token", required=True)
     bot.add_argument("--address", default=address)
+    add_client_tls(bot)

@@ -27,7 +27,7 @@ from rich.live import Live
 from rich.markdown import Markdown
 
 from tablehall import bots
-from tablehall.client import Client, SeatClient, ServiceUnreachable, TablehallError
+from tablehall.client import Client, SeatClient, ServiceUnreachable, TablehallError, Tls
 from tablehall.menu import RESIGN, BadInput, Item, menu, parse, quit_words
 from tablehall.render import MatchTime, clock_line, result_line, seat_name, view_lines
 
@@ -309,12 +309,13 @@ async def run_play(
     think_s: float = 0.5,
     options: Mapping[str, Any] | None = None,
     console: Console | None = None,
+    tls: Tls | None = None,
 ) -> int:
     """Exit 0 when the match ended or the player left; 1 when the service was lost during the match; 2 when
     it could not start (no service at `address`, or a match, id, token or option the service refused)."""
     console = console or Console(highlight=False, soft_wrap=True)
     keyboard = Keyboard()
-    async with Client(address) as client:
+    async with Client(address, tls) as client:
         try:
             await client.reachable()
             if join is not None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.server import Gateway, public_servicers, start_gateway
+from gateway.tls import ServerTls
 from gateway.tournaments.jobs import EndedTables, tournament_jobs
 from gateway.web import WebDoor, WebSettings, start_web_door
 from gateway.workers import NoLeases, Router, router_for
@@ -47,6 +48,7 @@ async def serve(
     database_url: str | None = None,
     metrics_port: int | None = None,
     web: WebSettings | None = None,
+    tls: ServerTls | None = None,
 ) -> None:
     _logging()
     topology = Topology.from_env(workers)
@@ -58,10 +60,10 @@ async def serve(
         router = backends.router
         await jobs.enter_async_context(tournament_jobs(_default_url(), router, ended))
         servicers = public_servicers(router)
-        door = await _web_door(servicers, host, web)  # first: a port it cannot have stops us before we serve
-        gateway = await _with_door(start_gateway(router, host, port, servicers), door)
+        door = await _web_door(servicers, host, web, tls)  # first: a port it cannot have stops us before we serve
+        gateway = await _with_door(start_gateway(router, host, port, servicers, tls), door)
         where = "in process" if topology.workers == 0 else f"in {topology.workers} worker processes"
-        print(f"tablehall serving on {host}:{gateway.port} (matches {where})", flush=True)
+        print(f"tablehall serving on {host}:{gateway.port} (matches {where}){_tls(gateway)}", flush=True)
         _announce(door)
         await _until_stopped()
         print("tablehall: shutting down", flush=True)
@@ -74,12 +76,14 @@ async def serve(
     _stop(exporter)
 
 
-async def _web_door(servicers: Mapping[str, Any], host: str, web: WebSettings | None) -> WebDoor | None:
+async def _web_door(
+    servicers: Mapping[str, Any], host: str, web: WebSettings | None, tls: ServerTls | None = None
+) -> WebDoor | None:
     """The HTTP door for browsers (gateway/web.py) beside the gRPC server, in the same event loop."""
     if web is None or web.port is None:
         return None
     try:
-        return await start_web_door(servicers, host, web.port, web.origins)
+        return await start_web_door(servicers, host, web.port, web.origins, tls)
     except OSError as error:
         raise SystemExit(f"tablehall: {error} (choose another with --web-port, or --web-port off)") from None
 
@@ -92,6 +96,13 @@ async def _with_door(starting: Awaitable[Gateway], door: WebDoor | None) -> Gate
         if door is not None:
             await door.stop(grace=0)
         raise
+
+
+def _tls(gateway: Gateway) -> str:
+    if not gateway.tls:
+        return ""
+    probes = f"; plaintext health for probes on {gateway.health_port}" if gateway.health_port is not None else ""
+    return f" with TLS{probes}"
 
 
 def _announce(door: WebDoor | None) -> None:
@@ -112,6 +123,7 @@ async def run_gateway(
     address: str | None,
     metrics_port: int | None = None,
     web: WebSettings | None = None,
+    tls: ServerTls | None = None,
     database_url: str | None = None,
 ) -> None:
     """The stateless front alone. It finds the workers in the lease table of the database
@@ -126,9 +138,9 @@ async def run_gateway(
         except NoLeases as error:
             raise SystemExit(f"tablehall gateway: {error}") from None
         servicers = public_servicers(router)
-        door = await _web_door(servicers, host, web)
-        gateway = await _with_door(start_gateway(router, host, port, servicers), door)
-        print(f"tablehall gateway serving on {host}:{gateway.port}", flush=True)
+        door = await _web_door(servicers, host, web, tls)
+        gateway = await _with_door(start_gateway(router, host, port, servicers, tls), door)
+        print(f"tablehall gateway serving on {host}:{gateway.port}{_tls(gateway)}", flush=True)
         _announce(door)
         await _until_stopped()
         if door is not None:

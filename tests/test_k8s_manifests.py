@@ -130,8 +130,12 @@ def test_grpc_roles_probe_the_health_service_they_serve(target: str) -> None:
     for workload, name in GRPC_ROLES.items():
         kind = "StatefulSet" if workload == "tablehall-worker" else "Deployment"
         c = container(one(objs, kind, workload), name)
+        env = config_env(objs, c)
         listens = int(flag(c, "port"))
         assert port(c, "grpc") == listens
+        if "TABLEHALL_TLS_CERT" in env:  # kubelet probes speak no TLS: the plaintext health-only port
+            listens = int(env["TABLEHALL_HEALTH_PORT"])
+            assert port(c, "health") == listens
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
             assert set(c[probe]) & {"grpc", "httpGet", "exec", "tcpSocket"} == {"grpc"}, (workload, probe)
             assert c[probe]["grpc"]["port"] == listens, (workload, probe)
@@ -175,6 +179,38 @@ def test_prod_takes_the_database_url_from_a_secret_it_does_not_ship() -> None:
     assert refs and set(refs) == {("TABLEHALL_DATABASE_URL", "tablehall-database", "url")}, refs
     for config in (o for o in objs if o["kind"] == "ConfigMap"):
         assert "TABLEHALL_DATABASE_URL" not in config.get("data", {})
+
+
+def test_prod_serves_tls_from_a_secret_it_does_not_ship_behind_a_grpc_ingress() -> None:
+    objs = render("overlays/prod")
+    gateway = one(objs, "Deployment", "tablehall-gateway")
+    c = container(gateway, "gateway")
+    env = config_env(objs, c)
+    volumes = {v["name"]: v for v in pod_spec(gateway)["volumes"]}
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    for name, key in (("TABLEHALL_TLS_CERT", "tls.crt"), ("TABLEHALL_TLS_KEY", "tls.key")):
+        folder, _, file = env[name].rpartition("/")
+        assert file == key and mounts[folder]["readOnly"] is True
+        assert volumes[mounts[folder]["name"]]["secret"]["secretName"] == "tablehall-tls"
+    for other in ("tablehall-worker", "tablehall-celery-worker"):  # only the gateway holds the key
+        obj = one(objs, "StatefulSet" if other == "tablehall-worker" else "Deployment", other)
+        secrets = [v["secret"]["secretName"] for v in pod_spec(obj).get("volumes", []) if "secret" in v]
+        assert "tablehall-tls" not in secrets, other
+    ingress = one(objs, "Ingress", "tablehall")
+    notes = ingress["metadata"]["annotations"]
+    assert notes["nginx.ingress.kubernetes.io/backend-protocol"] == "GRPCS"
+    assert int(notes["nginx.ingress.kubernetes.io/proxy-read-timeout"]) >= 600  # quiet streams live on
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+    (tls,) = ingress["spec"]["tls"]
+    (rule,) = ingress["spec"]["rules"]
+    assert tls["secretName"] == "tablehall-tls" and rule["host"] in tls["hosts"]
+    (path,) = rule["http"]["paths"]
+    backend = path["backend"]["service"]
+    (service,) = [o for o in objs if o["kind"] == "Service" and o["metadata"]["name"] == backend["name"]]
+    target = next(p for p in service["spec"]["ports"] if p["name"] == backend["port"]["name"])["targetPort"]
+    assert port(c, target) == int(flag(c, "port"))  # the Ingress reaches the gateway's TLS gRPC port
+    for dev in (o for o in render("overlays/dev") if o["kind"] == "Ingress"):
+        raise AssertionError(f"dev has an Ingress: {dev['metadata']['name']}")  # dev stays plaintext, port-forwarded
 
 
 def test_dev_runs_postgres_with_a_volume_and_points_the_roles_at_it() -> None:
@@ -268,6 +304,46 @@ def _local_args(c: Obj, env: dict[str, str], listen: int) -> list[str]:
             arg = f"--port={listen}"
         out.append(arg)
     return out
+
+
+def test_the_prod_gateway_serves_tls_and_its_probes_in_plaintext(tmp_path: Path) -> None:
+    """The prod overlay's gateway command and environment, the Secret's files made by a test CA: its probes
+    get SERVING in plaintext on the health port, its gRPC port answers only over TLS."""
+    import trustme
+
+    objs = render("overlays/prod")
+    c = container(one(objs, "Deployment", "tablehall-gateway"), "gateway")
+    env = {**os.environ, **config_env(objs, c), "TABLEHALL_DATABASE_URL": "memory", "TABLEHALL_WORKERS": "1"}
+    env.pop("TABLEHALL_METRICS_PORT")
+    authority = trustme.CA()
+    issued = authority.issue_cert("127.0.0.1")
+    secret = tmp_path / "tls"  # stands for the Secret's mount
+    secret.mkdir()
+    (secret / "tls.crt").write_bytes(b"".join(blob.bytes() for blob in issued.cert_chain_pems))
+    issued.private_key_pem.write_to_path(str(secret / "tls.key"))
+    for name in ("TABLEHALL_TLS_CERT", "TABLEHALL_TLS_KEY"):
+        env[name] = str(secret / env[name].rpartition("/")[2])
+    listen, probes = free_port(), free_port()
+    env["TABLEHALL_HEALTH_PORT"] = str(probes)
+    env["TABLEHALL_WORKER_ADDRESS"] = f"127.0.0.1:{free_port()}"  # never dialled: health needs no worker
+    log = (tmp_path / "gateway.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tablehall.cli", *_local_args(c, env, listen)], env=env, stdout=log,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            status = _health(f"127.0.0.1:{probes}", c[probe]["grpc"].get("service", ""))
+            assert status == health_pb2.HealthCheckResponse.SERVING, probe
+        credentials = grpc.ssl_channel_credentials(authority.cert_pem.bytes())
+        with grpc.secure_channel(f"127.0.0.1:{listen}", credentials) as channel:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=MATCHES), timeout=5)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        with grpc.insecure_channel(f"127.0.0.1:{listen}") as channel, pytest.raises(grpc.RpcError):
+            health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+    finally:
+        stop_process(process)
+        log.close()
 
 
 def test_the_rendered_commands_serve_the_probed_health_services(tmp_path: Path) -> None:

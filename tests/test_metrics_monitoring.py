@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tablehall.client import Client
 from tests.metrics_support import MONITORING, Served, binary, exported_names, free_port, serve_with_metrics
@@ -134,7 +135,7 @@ def test_the_dashboard_names_only_exported_series(exported: set[str]) -> None:
 
 
 def test_the_alerts_name_only_exported_series(exported: set[str]) -> None:
-    exprs = re.findall(r"^\s+expr: (.+)$", ALERTS.read_text(), re.M)
+    exprs = [rule["expr"] for group in yaml.safe_load(ALERTS.read_text())["groups"] for rule in group["rules"]]
     assert len(exprs) == 4
     used = {name for e in exprs for name in METRIC.findall(e)}
     assert used and used <= exported, used - exported
@@ -144,3 +145,40 @@ def test_the_name_check_can_fail(exported: set[str]) -> None:
     assert "tablehall_matches_active" in exported
     assert "tablehall_command_duration_seconds_bucket" in exported
     assert "tablehall_matches_activ" not in exported and "tablehall_commands_total" not in exported
+
+
+BORN_LATE = {  # counter panels → their counter, the labels of a series born at 6 and of one that stays flat
+    "Matches voided by reason (per 5m)": (
+        "tablehall_matches_voided_total", 'reason="worker_down"', 'reason="abandoned"'
+    ),
+    "Service faults by kind (per 5m)": ("tablehall_service_faults_total", 'kind="worker_down"', 'kind="timer_late"'),
+    "Matches finished by game and reason (per 5m)": (
+        "tablehall_matches_finished_total", 'game="501", reason="score"', 'game="501", reason="time"'
+    ),
+}
+
+
+def test_the_counter_panels_count_a_series_born_non_zero(tmp_path: Path) -> None:
+    """A new pod that voided 6 matches before its first scrape: its series is born at 6. The panels show
+    6 for it (increase() alone shows 0), and 0 for a series that existed and did not move."""
+    promtool = binary("promtool")
+    panels = {panel["title"]: panel["targets"][0]["expr"] for panel in json.loads(DASHBOARD.read_text())["panels"]}
+    tests = []
+    for title, (metric, born, flat) in BORN_LATE.items():
+        tests.append({
+            "interval": "1m",
+            "input_series": [
+                {"series": f'{metric}{{{born}, instance="new"}}', "values": "_x5 6x20"},
+                {"series": f'{metric}{{{flat}, instance="old"}}', "values": "3x25"},
+            ],
+            "promql_expr_test": [{
+                "expr": panels[title],
+                "eval_time": "7m",
+                "exp_samples": [{"labels": f"{{{born}}}", "value": 6}, {"labels": f"{{{flat}}}", "value": 0}],
+            }],
+        })
+    (tmp_path / "panels_test.yaml").write_text(yaml.safe_dump({"evaluation_interval": "1m", "tests": tests}))
+    tested = subprocess.run(
+        [promtool, "test", "rules", str(tmp_path / "panels_test.yaml")], capture_output=True, text=True, timeout=60
+    )
+    assert tested.returncode == 0, tested.stdout + tested.stderr

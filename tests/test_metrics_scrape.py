@@ -16,7 +16,10 @@ import pytest
 
 from tablehall.bots import run_bot
 from tablehall.client import Client, TablehallError
-from tests.metrics_support import Served, binary, samples, serve_with_metrics, until, value
+from tests.metrics_support import Labels, Served, binary, samples, serve_with_metrics, until, value
+from workers.errors import ERRORS
+from workers.games.catalog import games
+from workers.voids import VoidReason
 
 SB = "spectacular-bid"
 
@@ -59,8 +62,8 @@ def test_a_finished_match_counts_once_by_game_and_reason(served: Served, played:
         if name == "tablehall_matches_finished_total" and dict(labels)["game"] == SB
     }
     assert played["reason"] in {"points", "time", "resign"}
-    assert by_reason == {played["reason"]: 1}
-    assert value(found, "tablehall_matches_finished_total", game="501", reason="score") is None
+    assert by_reason == {"points": 0, "time": 0, "resign": 0, played["reason"]: 1}
+    assert value(found, "tablehall_matches_finished_total", game="501", reason="score") == 0
 
 
 def test_an_untouched_table_is_voided_abandoned_by_the_sweep(served: Served, played: dict[str, Any]) -> None:
@@ -69,7 +72,7 @@ def test_an_untouched_table_is_voided_abandoned_by_the_sweep(served: Served, pla
         what="the embedded sweep to void the untouched table",
     )
     found = served.samples()
-    assert value(found, "tablehall_matches_voided_total", reason="worker_down") is None
+    assert value(found, "tablehall_matches_voided_total", reason="worker_down") == 0
     assert (value(found, "tablehall_sweep_runs_total") or 0) >= 1
     assert (value(found, "tablehall_sweep_matches_total", outcome="settled") or 0) >= 1  # by the live owner
     for kind in ("worker_down", "timer_late", "owner_unreachable", "storage_error"):  # no fault in this run
@@ -183,3 +186,29 @@ def test_each_role_serves_its_own_metrics(tmp_path: Path) -> None:
     assert (value(owner, "tablehall_command_duration_seconds_count", game=SB, action="ready") or 0) >= 2
     assert (value(gateway, "tablehall_commands_rejected_total", code="illegal_action") or 0) >= 1
     assert value(gateway, "tablehall_command_duration_seconds_count", game=SB, action="ready") is None
+
+
+def test_a_fresh_process_exports_every_known_label_set_at_zero(tmp_path: Path) -> None:
+    """Before anything happened, the gateway and a worker process export each void reason, each game's
+    endings and each rejection code at 0, so that `increase()` counts their first events (a series born at
+    6 would count 0)."""
+    with serve_with_metrics(tmp_path, workers=1) as service:
+        port = int(service.metrics_url.split(":")[2].split("/")[0])
+        worker_url = service.metrics_url.replace(f":{port}/", f":{port + 1}/")
+        worker = Served(service.address, worker_url, service.process)
+        scrapes = {"gateway": service.samples(), "worker": worker.samples()}
+    wanted: set[tuple[str, Labels]] = set()
+    for reason in VoidReason:
+        wanted.add(("tablehall_matches_voided_total", frozenset({("reason", reason.value)})))
+    for name, game in games().items():
+        for ending in game.endings:
+            wanted.add(("tablehall_matches_finished_total", frozenset({("game", name), ("reason", ending)})))
+    for code in (*ERRORS, "internal"):
+        wanted.add(("tablehall_commands_rejected_total", frozenset({("code", code)})))
+    # the sets are what the issue names, not empty by accident
+    assert {("reason", "worker_down")} in [set(labels) for _, labels in wanted]
+    assert {("game", "501"), ("reason", "score")} in [set(labels) for _, labels in wanted]
+    assert {("code", "illegal_action")} in [set(labels) for _, labels in wanted]
+    for role, found in scrapes.items():
+        exported = {key: found.get(key) for key in wanted}
+        assert exported == dict.fromkeys(wanted, 0.0), role

@@ -187,6 +187,7 @@ def test_resign_at_any_time_the_opponent_wins() -> None:
     state = dealt(H0, H1)
     state = act(state, 1, "resign", t=3)
     assert state.phase is Phase.OVER and state.winner == 0 and state.reason == "resign"
+    assert state.reason in GAME.endings
     with pytest.raises(IllegalAction, match="over"):
         act(state, 0, "ready", t=4)
 

@@ -30,6 +30,7 @@ from workers.mailbox import Mailbox
 from workers.replay_log import Position, changes, fresh
 from workers.shuffle import shuffled
 from workers.storage import FencedOut, LogEntry, MatchEntry, Progress, Snapshot, Storage, Stored
+from workers.voids import VoidReason
 
 log = logging.getLogger("tablehall.worker")
 T = TypeVar("T")
@@ -475,9 +476,9 @@ class MatchActor:
         metrics.TIMER_LATENESS.labels(self.entry.game).observe(max(0, now - deadline) / 1000)
         if now - deadline > self.tolerance_ms:
             metrics.FAULTS.labels("timer_late").inc()
-            match, _ = self.match.void("timer_late", now)
+            match, _ = self.match.void(VoidReason.TIMER_LATE, now)
             log.warning("match %s: deadline timer fired %d ms late: voided", self.match_id, now - deadline)
-            await self._commit(match, [("void", None, {"reason": "timer_late"}, now)], now)
+            await self._commit(match, [("void", None, {"reason": VoidReason.TIMER_LATE.value}, now)], now)
         else:
             match, _ = self.match.advance(now)
             await self._commit(match, [("deadline", None, {}, now)], now)

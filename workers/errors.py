@@ -55,6 +55,12 @@ class NotStarted(ServiceError):
     code = "not_started"
 
 
+class RateLimited(ServiceError):
+    """A caller over its request budget or its open-stream limit (gateway/limits.py): retry later."""
+
+    code = "rate_limited"
+
+
 ERRORS: dict[str, type[Exception]] = {
     cls.code: cls
     for cls in (
@@ -65,6 +71,7 @@ ERRORS: dict[str, type[Exception]] = {
         NotOwner,
         Unavailable,
         NotStarted,
+        RateLimited,
         IllegalAction,
         MalformedAction,
     )

@@ -35,6 +35,7 @@ from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.errors import MalformedAction
 from workers.partitions import PARTITIONS, partition_of
 from workers.storage import FencedOut, MatchEntry, MemoryStorage, Storage, Stored
+from workers.voids import VoidReason
 
 log = logging.getLogger("tablehall.worker")
 
@@ -145,7 +146,7 @@ class MatchHost:
                 outage = None if alive is None else now - alive
                 if stored.progress.clock_running and outage is not None and outage > self.tolerance_ms:
                     metrics.FAULTS.labels("worker_down").inc()
-                    await actor.void("worker_down", Millis(now - actor.entry.created_unix_ms))
+                    await actor.void(VoidReason.WORKER_DOWN, Millis(now - actor.entry.created_unix_ms))
                     voided += 1
                 await actor.resume()
             for partition, epoch in epochs.items():
@@ -345,7 +346,7 @@ class MatchHost:
 
     async def cancel_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
         """Void these matches (a batch that could not be created everywhere); unknown ids are skipped."""
-        reason = request.reason or "cancelled"
+        reason = request.reason or VoidReason.CANCELLED
         for match_id in request.match_ids:
             await self._owned(match_id)
         known = [self.actors[m] for m in request.match_ids if m in self.actors]

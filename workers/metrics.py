@@ -22,6 +22,10 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, s
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from workers.errors import ERRORS
+from workers.games.catalog import games
+from workers.voids import VoidReason
+
 if TYPE_CHECKING:
     from workers.host import MatchHost
 
@@ -104,6 +108,7 @@ HANDOFF_SECONDS = Histogram(
     ["kind"],
     buckets=LATE,
 )
+LEASE_LOSS_REASONS = ("expired", "fenced", "down")
 LEASE_LOSSES = Counter(
     "tablehall_lease_losses_total",
     "Times this worker stopped serving partitions because it lost their leases: expired (no heartbeat got "
@@ -116,13 +121,30 @@ LOG_COMMIT = Histogram(
     buckets=FAST,
 )
 
-for _kind in FAULT_KINDS:  # every fault kind is exported from the start, at 0
-    FAULTS.labels(_kind)
-for _kind in HANDOFF_KINDS:
-    HANDOFFS.labels(_kind)
-    HANDOFF_SECONDS.labels(_kind)
-for _reason in ("expired", "fenced", "down"):
-    LEASE_LOSSES.labels(_reason)
+
+
+def initialise() -> None:
+    """Every known label set of the counters at 0 from the process start. Prometheus' `increase()` takes
+    a series' first sample as its baseline, so a series born at 6 counts 0; born at 0, the 6 count.
+    One source each: the fault kinds above, the void reasons (`workers.voids`), each catalog game's
+    endings, the service's error codes (`workers.errors.ERRORS`, plus `internal`)."""
+    for kind in FAULT_KINDS:
+        FAULTS.labels(kind)
+    for reason in VoidReason:
+        VOIDED.labels(reason.value)
+    for name, game in games().items():
+        for ending in game.endings:
+            FINISHED.labels(name, ending)
+    for code in (*ERRORS, "internal"):
+        REJECTED.labels(code)
+    for kind in HANDOFF_KINDS:
+        HANDOFFS.labels(kind)
+        HANDOFF_SECONDS.labels(kind)
+    for loss in LEASE_LOSS_REASONS:
+        LEASE_LOSSES.labels(loss)
+
+
+initialise()
 
 _hosts: weakref.WeakSet[MatchHost] = weakref.WeakSet()
 
@@ -157,7 +179,7 @@ class LiveMatches(Collector):
         watchers = GaugeMetricFamily(
             "tablehall_watchers_connected", "Open watch streams (Watch, Play) on this worker, by game.", labels=["game"]
         )
-        for game in sorted(set(active) | set(watching) | set(_GAMES)):
+        for game in sorted(set(active) | set(watching) | set(games())):
             matches.add_metric([game], active[game])
             watchers.add_metric([game], watching[game])
         yield matches
@@ -172,7 +194,6 @@ class LiveMatches(Collector):
         return iter(())
 
 
-_GAMES = ("spectacular-bid", "501")
 _live = LiveMatches()
 REGISTRY.register(_live)
 

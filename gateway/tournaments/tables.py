@@ -24,6 +24,7 @@ from workers.games.catalog import game_named
 from workers.games.engine import Game, Seat
 from workers.games.errors import MalformedAction
 from workers.host import check_table
+from workers.voids import VoidReason
 
 log = logging.getLogger("tablehall.tournaments")
 
@@ -117,7 +118,7 @@ async def start(router: Router, match_ids: Sequence[str]) -> list[host_pb2.HostT
     return [state for share in shares for state in share]
 
 
-async def cancel(router: Router, match_ids: Sequence[str], reason: str = "cancelled") -> None:
+async def cancel(router: Router, match_ids: Sequence[str], reason: str = VoidReason.CANCELLED.value) -> None:
     """Void whatever of these matches exists (best effort: a worker that is down voids nothing, and its
     tables, whose tokens nobody holds, end as abandoned through the sweeps)."""
 

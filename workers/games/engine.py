@@ -78,6 +78,8 @@ class Game(Protocol[S, A, D]):
     """Where a record keeps this game's deals, in order ("rounds" or "hands")."""
     options: tuple[OptionSpec, ...]
     """The match options this game takes, with their ranges and defaults: declared once, here."""
+    endings: tuple[str, ...]
+    """Every way a match of this game can end with a result: the `reason` of its outcome."""
 
     def start(self, seats: int, options: Mapping[str, JSON], lot: Seat = Seat(0)) -> S:
         """A new match. `lot` is the host's draw by lot where the game needs one (501♠'s first dealer)."""

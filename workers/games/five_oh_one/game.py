@@ -22,6 +22,8 @@ class FiveOhOne:
     max_seats = 4
     deals_key = "hands"
     options = OPTIONS
+    endings: tuple[str, ...] = ("score", "time")
+    """A score reached the end (F-9), or a decision limit ran out."""
 
     def start(self, seats: int, options: Mapping[str, JSON], lot: Seat = FIRST_SEAT) -> State:
         return rules.start(seats, options, lot)

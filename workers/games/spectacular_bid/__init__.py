@@ -23,6 +23,8 @@ class SpectacularBid:
     max_seats = 2
     deals_key = "rounds"
     options = OPTIONS
+    endings: tuple[str, ...] = ("points", "time", "resign")
+    """A balance reached 0 (SB-1, by count, payment or block), a flag fell, or a resignation."""
 
     def start(self, seats: int, options: Mapping[str, JSON], lot: Seat = Seat(0)) -> State:
         if seats != 2:
