@@ -4,6 +4,7 @@ same partition map and worker addresses (k8s: one ConfigMap feeds both)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from workers.storage import MemoryStorage, Storage
@@ -31,17 +32,17 @@ class Topology:
         )
 
 
-def tolerance_ms() -> int:
+def tolerance_ms(env: Mapping[str, str] = os.environ) -> int:
     """SB-11: how long an owner may be down or a timer late before a running clock's match is voided."""
-    return int(float(os.environ.get("TABLEHALL_TOLERANCE_S", "1")) * 1000)
+    return int(float(env.get("TABLEHALL_TOLERANCE_S", "1")) * 1000)
 
 
-def lease_ms() -> int:
+def lease_ms(env: Mapping[str, str] = os.environ) -> int:
     """How long a partition's lease holds after its owner's heartbeat: TABLEHALL_LEASE_S, else half the
     tolerance, so a crashed worker's partitions are taken over and loaded within the tolerance and its
     running clocks go on."""
-    lease_s = os.environ.get("TABLEHALL_LEASE_S")
-    return int(float(lease_s) * 1000) if lease_s else max(100, tolerance_ms() // 2)
+    lease_s = env.get("TABLEHALL_LEASE_S")
+    return int(float(lease_s) * 1000) if lease_s else max(100, tolerance_ms(env) // 2)
 
 
 async def open_storage(url: str | None) -> Storage:

@@ -1,0 +1,166 @@
+"""Workers on leases under bot load, as real processes over PostgreSQL: a rolling restart of every worker,
+scaling 3 → 5 → 2, a worker killed with -9, a worker cut off from the database, and a gateway killed
+with -9 in the middle of many commands. Nothing acknowledged is ever lost; a graceful change voids
+nothing and players see no error; a crash voids only what could not be taken over in time."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tablehall.client import Client
+from tablehall.fleet import owners_of, unix_ms
+from tests.durability import Db, run
+from tests.leased import Cut, Load, check_played, fleet, records_of
+from tests.storage_backends import postgres_database
+from workers.sql.migrate import migrate
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    with postgres_database() as url:
+        migrate(url)
+        yield url
+
+
+def test_a_rolling_restart_under_load_voids_nothing_and_loses_nothing(pg_url: str, tmp_path: Path) -> None:
+    async def body() -> None:
+        async with fleet(pg_url, tmp_path, 3) as f, Load(f.address) as load:
+            await load.until_acks(60)
+            await f.roll()
+            await load.finish()
+            statuses = check_played(pg_url, load.played, await records_of(f.address, load.played))
+            assert set(statuses) == {"finished:"}, statuses  # no void, nothing left running
+            assert load.dropped.count == 0, load.dropped.lines  # the players saw pauses, never an error
+            handed = sum(r.log().count("drained:") for r in f.roles)
+            assert handed == 3, f.logs()
+
+    run(body, timeout=400)
+
+
+def test_scaling_three_to_five_to_two_under_load(pg_url: str, tmp_path: Path) -> None:
+    async def body() -> None:
+        async with fleet(pg_url, tmp_path, 3) as f, Load(f.address) as load:
+            await load.until_acks(40)
+            for _ in range(2):
+                await f.spawn_worker().started()
+            table = await f.settled()
+            assert len(owners_of(table)) == 5 and max(owners_of(table).values()) <= 52
+            for proc in list(f.workers)[:3]:
+                assert await f.stop_worker(proc) == 0, proc.log()
+            table = await f.settled()
+            assert sorted(owners_of(table).values()) == [128, 128]
+            await load.finish()
+            statuses = check_played(pg_url, load.played, await records_of(f.address, load.played))
+            assert set(statuses) == {"finished:"}, statuses
+            assert load.dropped.count == 0, load.dropped.lines
+
+    run(body, timeout=400)
+
+
+def test_kill_9_of_one_worker_of_three_loses_nothing_and_voids_only_what_was_not_taken_over(
+    pg_url: str, tmp_path: Path
+) -> None:
+    async def body() -> None:
+        async with fleet(pg_url, tmp_path, 3) as f, Load(f.address, inflight=18) as load:
+            await load.until_acks(60)
+            victim = f.workers[0]
+            await f.kill9(victim)
+            killed = unix_ms()
+            await f.settled()
+            await load.finish()
+            statuses = check_played(pg_url, load.played, await records_of(f.address, load.played))
+            assert set(statuses) <= {"finished:", "voided:worker_down"}, statuses
+            takeovers = [line for r in f.workers for line in r.log().splitlines() if "took over" in line]
+            assert takeovers, f.logs()  # the survivors took its partitions over
+            assert unix_ms() > killed
+
+    run(body, timeout=400)
+
+
+def test_a_worker_cut_off_from_the_database_stops_before_another_takes_over(pg_url: str, tmp_path: Path) -> None:
+    """A real cut: the worker reaches PostgreSQL only through a proxy that stops forwarding. It stops
+    serving when its lease runs out; another worker takes its partitions over; nothing it still had in
+    flight is written after that (every write carries its epoch: none of the old epoch after the take)."""
+
+    async def body() -> None:
+        proxy = await Cut(("127.0.0.1", 5432)).start()
+        cut_url = pg_url.replace("127.0.0.1:5432", f"127.0.0.1:{proxy.port}")
+        try:
+            async with fleet(pg_url, tmp_path, 2) as f, Load(f.address) as load:
+                victim = await f.spawn_worker(database_url=cut_url).started()
+                await f.settled()
+                await load.until_acks(60)
+                before = await f.table()
+                pid = str(victim.pid)
+                theirs = {p: lease.epoch for p, lease in before.partitions.items() if pid in lease.owner}
+                assert theirs
+                proxy.cut()
+                cut_at = unix_ms()
+                table = await f.settled()
+                assert all(str(victim.pid) not in lease.owner for lease in table.partitions.values())
+                log = victim.log()
+                assert "no heartbeat got through for a lease; stops serving" in log, log
+                await load.finish()
+                proxy.heal()  # whatever it still had in flight reaches the database now: fenced
+                await asyncio.sleep(0)
+                statuses = check_played(pg_url, load.played, await records_of(f.address, load.played))
+                assert set(statuses) <= {"finished:", "voided:worker_down"}, statuses
+                db = Db(pg_url)
+                try:
+                    late = db.writes_after(theirs, cut_at)
+                finally:
+                    db.close()
+                assert late == [], f"writes of the old epochs after the cut: {late}"
+        finally:
+            await proxy.close()
+
+    run(body, timeout=400)
+
+
+def test_a_gateway_killed_mid_commands_freezes_no_match(pg_url: str, tmp_path: Path) -> None:
+    """Many commands in flight when the gateway dies: afterwards every match takes its next command (none
+    frozen), and each log holds exactly what its watchers saw."""
+
+    async def body() -> None:
+        async with fleet(pg_url, tmp_path, 2) as f:
+            async with Load(f.address, inflight=20, think_s=0.0) as load:
+                await load.until_acks(200)
+                assert f.gateway is not None
+                await f.gateway.kill9()
+            await f.spawn_gateway().started()
+            async with Client(f.address) as client:
+                frozen = []
+                for played in load.played:
+                    seats = [client.seat(played.created.match_id, t) for t in played.created.tokens]
+                    views = [await seat.view() for seat in seats]
+                    seq, view = views[0]
+                    if view["status"] != "in_progress":
+                        continue
+                    mover = next((s for s, (_, v) in zip(seats, views, strict=True) if _moves(v)), None)
+                    if mover is None:
+                        continue
+                    try:
+                        after, _ = await mover.act(_moves(await mover.view())[0])
+                    except Exception as error:  # what a frozen match answers
+                        frozen.append((played.created.match_id, repr(error)))
+                        continue
+                    assert after > seq
+                    seen = []
+                    async for update in client.spectator(played.created.match_id).updates(after_seq=0):
+                        seen.append(update.seq)
+                        if update.seq >= after:
+                            break
+                    assert seen == list(range(1, after + 1))  # every change, once, in order
+                assert frozen == []
+            check_played(pg_url, load.played, {})
+
+    run(body, timeout=400)
+
+
+def _moves(view: dict[str, Any]) -> list[dict[str, Any]]:
+    return [a for a in view.get("legal", []) if a["do"] != "resign"]
