@@ -29,6 +29,9 @@ Item = TypeVar("Item")
 Batch = TypeVar("Batch")
 
 _BROKEN = (grpc.aio.AioRpcError, grpc.aio.UsageError, asyncio.InvalidStateError)
+REPLY_S = 30.0
+"""A command whose worker has not answered within this is given up (its outcome unknown): a last bound,
+far beyond a command's milliseconds; a worker that loses its lease answers what it holds at once."""
 
 
 def rebuilt(error: grpc.aio.AioRpcError) -> Exception:
@@ -118,7 +121,11 @@ class CommandStream(_Link[host_pb2.HostCommandRequest, host_pb2.HostCommandReply
         reply: asyncio.Future[matches_pb2.ActResponse] = asyncio.get_running_loop().create_future()
         self.waiting[request.ref] = reply
         self.outbox.put(request)
-        return await reply
+        try:
+            return await asyncio.wait_for(asyncio.shield(reply), REPLY_S)
+        except TimeoutError:
+            self.waiting.pop(request.ref, None)
+            raise Unavailable(f"the match's worker did not answer within {REPLY_S:g} s: look at the view") from None
 
     def _message(self, items: list[host_pb2.HostCommandRequest]) -> host_pb2.HostCommandBatch:
         return host_pb2.HostCommandBatch(commands=items)

@@ -27,6 +27,17 @@ from workers.settings import MEMORY, Topology, lease_ms
 
 T = TypeVar("T")
 
+KEEPALIVE = [
+    ("grpc.keepalive_time_ms", 5000),
+    ("grpc.keepalive_timeout_ms", 5000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+"""A worker that went silent (cut off, frozen) is found out within seconds: its streams break, and what
+waits on them is told, instead of waiting on a connection nobody will ever answer on."""
+CALL_S = 15.0
+"""An internal unary call not answered within this is given up as unavailable (a worker cut off from its
+database never answers a create that waits on it; an idempotent call is then sent again, elsewhere)."""
 HOLD_S = 5.0
 """How long a call waits for its partition to be served again before the caller hears UNAVAILABLE."""
 
@@ -60,13 +71,13 @@ async def _unary(call: Awaitable[T]) -> T:
 class GrpcWorker:
     def __init__(self, address: str) -> None:
         self.address = address
-        self.channel = grpc.aio.insecure_channel(address)
+        self.channel = grpc.aio.insecure_channel(address, options=KEEPALIVE)
         self.stub = host_pb2_grpc.MatchHostStub(self.channel)
         self.commands: CommandStream | None = None
         self.feed: WatchFeed | None = None
 
     async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse:
-        reply: host_pb2.HostCreateResponse = await _unary(self.stub.Create(request))
+        reply: host_pb2.HostCreateResponse = await _unary(self.stub.Create(request, timeout=CALL_S))
         return reply
 
     async def command(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
@@ -83,23 +94,23 @@ class GrpcWorker:
             yield update
 
     async def view(self, request: host_pb2.HostViewRequest) -> matches_pb2.Update:
-        reply: matches_pb2.Update = await _unary(self.stub.View(request))
+        reply: matches_pb2.Update = await _unary(self.stub.View(request, timeout=CALL_S))
         return reply
 
     async def record(self, request: host_pb2.HostRecordRequest) -> matches_pb2.Record:
-        reply: matches_pb2.Record = await _unary(self.stub.Record(request))
+        reply: matches_pb2.Record = await _unary(self.stub.Record(request, timeout=CALL_S))
         return reply
 
     async def create_tables(self, request: host_pb2.HostCreateTablesRequest) -> host_pb2.HostTablesResponse:
-        reply: host_pb2.HostTablesResponse = await _unary(self.stub.CreateTables(request))
+        reply: host_pb2.HostTablesResponse = await _unary(self.stub.CreateTables(request, timeout=CALL_S))
         return reply
 
     async def start_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
-        reply: host_pb2.HostTablesResponse = await _unary(self.stub.StartTables(request))
+        reply: host_pb2.HostTablesResponse = await _unary(self.stub.StartTables(request, timeout=CALL_S))
         return reply
 
     async def cancel_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
-        reply: host_pb2.HostTablesResponse = await _unary(self.stub.CancelTables(request))
+        reply: host_pb2.HostTablesResponse = await _unary(self.stub.CancelTables(request, timeout=CALL_S))
         return reply
 
     async def close(self) -> None:

@@ -241,6 +241,19 @@ class Db:
         with self.engine.connect() as conn:
             return {row.partition: (row.epoch, row.owner) for row in conn.execute(select(p))}
 
+    def writes_after(self, epochs: dict[int, int], after_unix_ms: int) -> list[tuple[str, int, int]]:
+        """Steps of matches in these partitions written after `after_unix_ms` with the epoch given here (the
+        old owner's) or an older one: (match, seq, epoch). A fenced old owner has none."""
+        e, m = models.events, models.matches
+        query = (
+            select(e.c.match_id, e.c.seq, e.c.epoch, m.c.partition)
+            .select_from(e.join(m, m.c.id == e.c.match_id))
+            .where(m.c.partition.in_(list(epochs)), e.c.written_unix_ms > after_unix_ms)
+        )
+        with self.engine.connect() as conn:
+            found = conn.execute(query).all()
+        return [(r.match_id, r.seq, r.epoch) for r in found if r.epoch is not None and r.epoch <= epochs[r.partition]]
+
 
 def normal(game: str, action: dict[str, Any]) -> dict[str, Any]:
     """An action as the engine writes it back (wire and record spellings compared alike)."""
@@ -299,3 +312,4 @@ def unix_ms() -> int:
 def pg_or_sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     with database(request.param, tmp_path) as url:
         yield url
+

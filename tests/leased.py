@@ -80,7 +80,6 @@ class Load:
     async def __aenter__(self) -> Load:
         logging.getLogger("tablehall.bots").addHandler(self.dropped)
         logging.getLogger("tablehall.bots").setLevel(logging.INFO)
-        self.client = Client(self.address)
         self._tasks = [asyncio.create_task(self._lane(n)) for n in range(self.inflight)]
         return self
 
@@ -89,7 +88,6 @@ class Load:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.client.close()
         logging.getLogger("tablehall.bots").removeHandler(self.dropped)
 
     @property
@@ -109,15 +107,21 @@ class Load:
         """No new matches; wait for the ones in flight to end."""
         self._stop.set()
         done, pending = await asyncio.wait(self._tasks, timeout=within_s)
-        assert not pending, f"{len(pending)} lanes still playing after {within_s} s"
+        stuck = [(p.created.match_id, len(p.acked)) for p in self.played if not p.finals]
+        assert not pending, f"{len(pending)} lanes still playing after {within_s} s: {stuck}"
         for task in done:
             if task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
 
     async def _lane(self, lane: int) -> None:
+        """One player pair after another, on a connection of their own (as players are)."""
+        async with Client(self.address) as client:
+            await self._play(lane, client)
+
+    async def _play(self, lane: int, client: Client) -> None:
         rng = random.Random(lane)
         while not self._stop.is_set():
-            created = await self.client.create_match("spectacular-bid", ["Ana", "Bia"], self.options)
+            created = await client.create_match("spectacular-bid", ["Ana", "Bia"], self.options)
             played = Played(created)
             self.played.append(played)
 
@@ -127,7 +131,7 @@ class Load:
 
             finals = await asyncio.gather(*(
                 run_bot(self.address, created.match_id, token, greedy=False, seed=rng.randrange(1 << 30),
-                        think_s=self.think_s, report=report, client=self.client, max_reconnects=60)
+                        think_s=self.think_s, report=report, client=client, max_reconnects=60)
                 for token in created.tokens
             ))  # fmt: skip
             played.finals = list(finals)

@@ -113,3 +113,30 @@ def test_an_error_nobody_waits_for_is_not_reported_as_unretrieved(caplog: pytest
 
     run(body())
     assert "never retrieved" not in caplog.text
+
+
+def test_abandoned_work_tells_its_callers_at_once_and_the_running_piece_still_ends() -> None:
+    async def body() -> None:
+        box, entered, gate, done = Mailbox(), asyncio.Event(), asyncio.Event(), []
+
+        async def commit() -> None:
+            entered.set()
+            await gate.wait()  # a commit stuck on a database that is cut off
+            done.append("commit")
+
+        async def later() -> None:
+            done.append("later")
+
+        running = asyncio.create_task(box.run(commit))
+        queued = asyncio.create_task(box.run(later))
+        await entered.wait()
+        box.abandon(RuntimeError("unknown"), LookupError("not done"))
+        with pytest.raises(RuntimeError, match="unknown"):
+            await running
+        with pytest.raises(LookupError, match="not done"):
+            await queued
+        gate.set()
+        await box.settled()
+        assert done == ["commit"]  # the queued piece never ran
+
+    run(body())

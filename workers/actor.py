@@ -290,8 +290,14 @@ class MatchActor:
         )
 
     def close(self) -> None:
-        """Stop serving this match (shutdown, or another worker owns it now)."""
+        """Stop serving this match (shutdown, a hand-off, or its lease was lost). Whoever waits on its mailbox
+        hears it now: a change not begun was not made (send it again, to the new owner); the one being
+        committed may or may not be in the log (its seat's view tells)."""
         self.closed = True
+        self.mailbox.abandon(
+            Unavailable(f"this worker stopped serving match {self.match_id} during the change: look at the view"),
+            NotOwner(f"this worker no longer serves match {self.match_id}"),
+        )
         if self.timer is not None:
             self.timer.cancel()
         for wake in self.watchers:

@@ -299,9 +299,16 @@ class MatchHost:
         return game
 
     async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse:
+        """Create a match. Sent again (its answer lost, its partition moved meanwhile) it is found with the
+        same seats and accepted: creating is idempotent per match id."""
         entry = await self._entry(request)
-        if request.match_id in self.actors:
-            raise MalformedAction(f"match {request.match_id} exists already")
+        known = self.actors.get(request.match_id)
+        if known is not None:
+            if (known.entry.game, known.entry.players, known.entry.token_sha256) != (
+                entry.game, entry.players, entry.token_sha256
+            ):
+                raise MalformedAction(f"match {request.match_id} exists already")
+            return host_pb2.HostCreateResponse()
         epoch = self.epoch(entry.partition)
         actor = await MatchActor.create(entry, self._game(entry), self.storage, epoch, **self._actor_kw())
         self.actors[entry.match_id] = actor

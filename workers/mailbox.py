@@ -20,6 +20,7 @@ class Mailbox:
     def __init__(self) -> None:
         self._queue: deque[tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]] = deque()
         self._runner: asyncio.Task[None] | None = None
+        self._current: asyncio.Future[Any] | None = None
 
     async def run(self, work: Callable[[], Awaitable[T]]) -> T:
         """Queue `work` behind what is queued and wait for its result. Cancelling the wait before the
@@ -40,6 +41,15 @@ class Mailbox:
         """Pieces of work queued behind the one running."""
         return len(self._queue)
 
+    def abandon(self, running: Exception, queued: Exception) -> None:
+        """The actor stops at once (its lease was lost): whoever waits hears it now. Queued work is dropped
+        (its callers get `queued`); the piece running goes on in its task, its caller gets `running`."""
+        for _, future in self._queue:
+            _fail(future, queued)
+        self._queue.clear()
+        if self._current is not None:
+            _fail(self._current, running)
+
     async def settled(self) -> None:
         """Wait until every queued piece of work has run (a partition being handed off)."""
         while self._runner is not None:
@@ -51,20 +61,27 @@ class Mailbox:
                 work, future = self._queue.popleft()
                 if future.done():  # its caller went away before its turn: nothing of it runs
                     continue
+                self._current = future
                 try:
                     result = await work()
                 except asyncio.CancelledError:
                     future.cancel()
                     raise
                 except Exception as error:
-                    if not future.done():
-                        future.set_exception(error)
-                        future.exception()  # a caller that left never reads it: not an unretrieved error
+                    _fail(future, error)
                 else:
                     if not future.done():
                         future.set_result(result)
+                finally:
+                    self._current = None
         finally:
             self._runner = None
             for _, future in self._queue:  # only when this task itself was cancelled (the loop is closing)
                 future.cancel()
             self._queue.clear()
+
+
+def _fail(future: asyncio.Future[Any], error: Exception) -> None:
+    if not future.done():
+        future.set_exception(error)
+        future.exception()  # a caller that left never reads it: not an unretrieved error

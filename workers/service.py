@@ -212,7 +212,11 @@ class MatchSweepsService(host_pb2_grpc.MatchSweepsServicer):
 async def start_worker_server(
     host: MatchHost, address: str, service: MatchHostService | None = None
 ) -> tuple[grpc.aio.Server, int]:
-    server = grpc.aio.server()
+    server = grpc.aio.server(options=[  # gateways ping their worker connections every few seconds
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", 4000),
+        ("grpc.http2.max_ping_strikes", 0),
+    ])
     host_pb2_grpc.add_MatchHostServicer_to_server(service or MatchHostService(host), server)
     host_pb2_grpc.add_MatchSweepsServicer_to_server(MatchSweepsService(host), server)
     checker = health.HealthServicer(experimental_non_blocking=True)

@@ -60,6 +60,10 @@ def is_sqlite(engine_or_url: Engine | str) -> bool:
 
 
 PG_CONNECT: dict[str, Any] = {
+    # a session cut off in the middle of a transaction (its COMMIT never arrives) would keep its row locks
+    # (a partition's FOR SHARE) until the server noticed the dead connection, hours later, and no worker
+    # could take that partition over: the server ends such a transaction after 2 s (ours last milliseconds)
+    "options": "-c idle_in_transaction_session_timeout=2000",
     "connect_timeout": 5,
     "tcp_user_timeout": 5000,
     "keepalives": 1,

@@ -86,6 +86,8 @@ def _locked(conn: Connection, partitions: list[int]) -> dict[int, tuple[str, int
 def take(conn: Connection, owner: str, expected: dict[int, int], now: int, lease_ms: int) -> dict[int, Taken]:
     if not expected:
         return {}
+    if conn.dialect.name == "postgresql":  # wait for an old owner's batch to commit, not for a dead one
+        conn.exec_driver_sql("SET LOCAL lock_timeout = '1s'")
     wanted = sorted(expected)
     current = _locked(conn, wanted)
     w, p = m.workers, m.partitions

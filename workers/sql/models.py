@@ -85,6 +85,8 @@ class EventRow(SQLModel, table=True):
     action: dict[str, Any] = Field(sa_column=Column(Json, nullable=False))
     t_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
     written_unix_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+    epoch: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    """The partition's epoch the step was written with (absent on steps written before leases)."""
 
 
 class SnapshotRow(SQLModel, table=True):

@@ -287,6 +287,7 @@ def _appends(conn: Connection, appends: list[tuple[int, AppendOp]], out: list[ob
                 "action": e.action,
                 "t_ms": e.t_ms,
                 "written_unix_ms": now,
+                "epoch": op.epoch,
             }
         )
     if not inserts:
@@ -333,10 +334,10 @@ _PG_NEWEST = text(
 # PostgreSQL: a whole batch in two statements, its columns sent as arrays (executemany would send
 # one statement per row, which costs the writer more than the commit).
 _PG_INSERT_EVENTS = text(
-    "INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms) "
+    "INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms, epoch) "
     "SELECT * FROM unnest(CAST(:match_id AS text[]), CAST(:seq AS int[]), CAST(:change AS int[]), "
     "CAST(:kind AS text[]), CAST(:seat AS int[]), CAST(:action AS json[]), CAST(:t_ms AS bigint[]), "
-    "CAST(:written_unix_ms AS bigint[]))"
+    "CAST(:written_unix_ms AS bigint[]), CAST(:epoch AS bigint[]))"
 )
 _PG_UPDATE_MATCHES = text(
     "UPDATE matches SET status = v.status, void_reason = v.void_reason, deadline_unix_ms = v.deadline, "

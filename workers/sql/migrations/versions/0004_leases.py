@@ -1,5 +1,6 @@
 """Leases: workers register where they listen and in which state they are; a partition whose owner is
-empty has been released (its `claimed_unix_ms` is then when it was let go).
+empty has been released (its `claimed_unix_ms` is then when it was let go). Each event keeps the epoch
+it was written with (who wrote it, for audits: no write of an old epoch after a partition moved on).
 
 Revision ID: 0004_leases
 Revises: 0003_tournaments
@@ -18,6 +19,8 @@ depends_on = None
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("events") as table:
+        table.add_column(sa.Column("epoch", sa.BigInteger(), nullable=True))
     with op.batch_alter_table("workers") as table:
         table.add_column(sa.Column("address", sa.String(256), nullable=False, server_default=""))
         table.add_column(sa.Column("state", sa.String(16), nullable=False, server_default="active"))
@@ -29,3 +32,5 @@ def downgrade() -> None:
         table.drop_column("joined_unix_ms")
         table.drop_column("state")
         table.drop_column("address")
+    with op.batch_alter_table("events") as table:
+        table.drop_column("epoch")
