@@ -22,7 +22,7 @@ from protos.tablehall.v1 import host_pb2, matches_pb2, matches_pb2_grpc
 from workers import metrics
 from workers.errors import NotFinished, NotFound, Unauthenticated
 from workers.games.catalog import game_named
-from workers.games.errors import MalformedAction
+from workers.games.errors import MalformedAction, quote
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
@@ -62,13 +62,13 @@ def bearer(context: Context, required: bool) -> bytes:
 
 def checked_id(match_id: str) -> str:
     if not _MATCH_ID.fullmatch(match_id):
-        raise MalformedAction(f"{match_id!r} is not a match id (16 hex digits)")
+        raise MalformedAction(f"{quote(match_id)} is not a match id (16 hex digits)")
     return match_id
 
 
 def rules_text(game: str) -> str:
     if game_named(game) is None:
-        raise NotFound(f"no game {game!r}: spectacular-bid or 501")
+        raise NotFound(f"no game {quote(game)}: spectacular-bid or 501")
     return resources.files("gateway").joinpath("rules", f"{game}.md").read_text(encoding="utf-8")
 
 
@@ -82,7 +82,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
     ) -> matches_pb2.CreateMatchResponse:
         game = game_named(request.game)
         if game is None:
-            raise MalformedAction(f"unknown game {request.game!r}: spectacular-bid or 501")
+            raise MalformedAction(f"unknown game {quote(request.game)}: spectacular-bid or 501")
         options: dict[str, Any] = MessageToDict(request.options, preserving_proto_field_name=True)
         if request.shared_device:
             options["shared_device"] = True
@@ -238,7 +238,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 def _rated_game(name: str) -> str:
     game = game_named(name)
     if game is None:
-        raise MalformedAction(f"unknown game {name!r}: spectacular-bid or 501")
+        raise MalformedAction(f"unknown game {quote(name)}: spectacular-bid or 501")
     return game.name
 
 

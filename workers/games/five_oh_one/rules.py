@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from workers.games.clock import Clock, ClockSettings
 from workers.games.engine import CHANCE, JSON, Event, Millis, Seat, millis, seconds
-from workers.games.errors import IllegalAction, MalformedAction
+from workers.games.errors import IllegalAction, MalformedAction, quote
 from workers.games.five_oh_one import bidding, tricks
 from workers.games.five_oh_one.actions import Abandon, Bid, Declare, Look, Pass, Play
 from workers.games.five_oh_one.deals import bidding as begin
@@ -23,15 +23,15 @@ def start(seats: int, options: Mapping[str, JSON], lot: Seat) -> State:
         raise MalformedAction(f"the first dealer must be one of the {seats} seats, not {lot}")
     unknown = set(options) - {"start_score", "decision_limit_s"}
     if unknown:
-        raise MalformedAction(f"unknown 501 option(s): {', '.join(sorted(unknown))}")
+        raise MalformedAction(f"unknown 501 option(s): {quote(', '.join(sorted(unknown)), marks=False)}")
     start_score = options.get("start_score", START_SCORE)
     if not isinstance(start_score, int) or isinstance(start_score, bool) or start_score <= 0:
-        raise MalformedAction(f'"start_score" must be a whole number above 0, not {start_score!r}')
+        raise MalformedAction(f'"start_score" must be a whole number above 0, not {quote(start_score)}')
     raw_limit = options.get("decision_limit_s")
     limit: Millis | None = None
     if raw_limit is not None:
         if not isinstance(raw_limit, int | float) or isinstance(raw_limit, bool) or not 0 < raw_limit < 10**6:
-            raise MalformedAction(f'"decision_limit_s" must be a positive number of seconds, not {raw_limit!r}')
+            raise MalformedAction(f'"decision_limit_s" must be a positive number of seconds, not {quote(raw_limit)}')
         limit = millis(raw_limit)
     table = Table(seats, start_score, limit, lot)
     clock = None if limit is None else Clock.fresh(ClockSettings(Millis(0), limit), seats)

@@ -8,7 +8,7 @@ from enum import Enum
 
 from workers.games.clock import Clock, ClockSettings
 from workers.games.engine import JSON, Millis, Seat, millis, seconds
-from workers.games.errors import MalformedAction
+from workers.games.errors import MalformedAction, quote
 from workers.games.spectacular_bid.layout import Layout
 from workers.games.spectacular_bid.tiles import Tile
 
@@ -35,10 +35,10 @@ class Options:
         known = {"start_points", "bank_s", "delay_s", "ready_timeout_s", "shared_device"}
         unknown = set(raw) - known
         if unknown:
-            raise MalformedAction(f"unknown option(s) {', '.join(sorted(unknown))}")
+            raise MalformedAction(f"unknown option(s) {quote(', '.join(sorted(unknown)), marks=False)}")
         start = raw.get("start_points", 150)
         if not isinstance(start, int) or isinstance(start, bool) or not 5 <= start <= 10_000 or start % 5:
-            raise MalformedAction(f"start_points must be a multiple of 5 from 5 to 10000, not {start!r}")
+            raise MalformedAction(f"start_points must be a multiple of 5 from 5 to 10000, not {quote(start)}")
         shared = raw.get("shared_device", False)
         if not isinstance(shared, bool):
             raise MalformedAction("shared_device must be true or false")
@@ -46,7 +46,7 @@ class Options:
         def duration(key: str, default: float, least: float) -> Millis:
             value = raw.get(key, default)
             if not isinstance(value, int | float) or isinstance(value, bool) or not least <= value <= 86_400:
-                raise MalformedAction(f"{key} must be a number of seconds from {least} to 86400, not {value!r}")
+                raise MalformedAction(f"{key} must be a number of seconds from {least} to 86400, not {quote(value)}")
             return millis(value)
 
         return Options(
