@@ -50,22 +50,41 @@ each refused command of its stream itself)."""
 R = TypeVar("R")
 
 
+MAX_MESSAGE = 400
+"""The longest refusal message a caller gets. Messages quote client input through `quote`
+(workers/games/errors.py), so they are short anyway; this bounds what a library's text could add."""
+
+
+def shown(message: str) -> str:
+    return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
+
+
+def refusal(error: Exception, where: str) -> tuple[str, str]:
+    """The (code, message) a caller gets for `error`: a known refusal as itself; anything else is logged
+    here, once, with its traceback, and reads as `internal` with the generic message."""
+    if isinstance(error, Known):
+        return error.code, shown(str(error))
+    log.error("unexpected error in %s", where, exc_info=error)
+    return "internal", INTERNAL
+
+
 async def abort(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -> NoReturn:
     code = getattr(error, "code", "internal")
-    await context.abort(STATUS.get(code, grpc.StatusCode.INTERNAL), str(error), ((ERROR_CODE_KEY, code),))
+    status = STATUS.get(code, grpc.StatusCode.INTERNAL)
+    await context.abort(status, shown(str(error)), ((ERROR_CODE_KEY, code),))
     raise AssertionError("unreachable")  # context.abort raises
 
 
 async def settle(error: Exception, context: grpc.aio.ServicerContext[Any, Any], where: str) -> NoReturn:
-    """End a call that raised: a known error with its status; anything else logged, INTERNAL to the caller."""
+    """End a call that raised: a known error with its status and code; anything else logged, INTERNAL
+    with the generic message to the caller."""
     if isinstance(error, grpc.aio.AbortError):
         raise error
+    code, message = refusal(error, where)
     if where in COMMANDS:
-        metrics.REJECTED.labels(getattr(error, "code", "internal") if isinstance(error, Known) else "internal").inc()
-    if isinstance(error, Known):
-        await abort(context, error)
-    log.exception("unexpected error in %s", where, exc_info=error)
-    await context.abort(grpc.StatusCode.INTERNAL, INTERNAL)
+        metrics.REJECTED.labels(code).inc()
+    trailer = ((ERROR_CODE_KEY, code),) if isinstance(error, Known) else ()
+    await context.abort(STATUS.get(code, grpc.StatusCode.INTERNAL), message, trailer)
     raise AssertionError("unreachable")  # context.abort raises
 
 
@@ -94,3 +113,4 @@ def edge_stream(
             await settle(error, context, method.__name__)
 
     return wrapped
+
