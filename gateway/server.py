@@ -24,7 +24,7 @@ from grpc_reflection.v1alpha import reflection
 
 from gateway.limits import TRANSPORT_MAX_BYTES, Unreadable, limit_of, read
 from gateway.service import MatchesService
-from gateway.status import abort
+from gateway.status import abort, quiet_dropped_clients
 from gateway.tournaments.service import TournamentsService
 from gateway.workers import Router
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2
@@ -58,6 +58,7 @@ def public_servicers(router: Router) -> dict[str, Any]:
 async def start_gateway(
     router: Router, host: str = "127.0.0.1", port: int = 0, servicers: Mapping[str, Any] | None = None
 ) -> Gateway:
+    quiet_dropped_clients()
     options = [("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", TRANSPORT_MAX_BYTES)]
     server = grpc.aio.server(options=options)
     servicers = servicers or public_servicers(router)

@@ -2,12 +2,15 @@
 
 Servicer methods are wrapped by `edge` (unary) or `edge_stream` (server streaming). An unexpected
 exception is logged with its traceback on the server and reaches the caller as INTERNAL, never as a trace.
+A client that goes away is no error of the service: grpc's traceback for it becomes one debug line
+(`quiet_dropped_clients`).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -114,3 +117,26 @@ def edge_stream(
 
     return wrapped
 
+
+_DROPPED = re.compile(r"ExecuteBatchError raised in core by servicer method \[(?P<method>[^\]]*)\]")
+
+
+class _DroppedClient(logging.Filter):
+    """grpc.aio stays silent when a write fails because the client has gone, but only if it noticed the
+    closed call before the failed write; the other way round it logs the same thing as an error with a
+    traceback. This filter makes that case what grpc makes the first: one debug line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        dropped = _DROPPED.fullmatch(record.getMessage()) if isinstance(error, grpc.aio.InternalError) else None
+        if dropped is None:
+            return True
+        log.debug("the client of %s went away while the server was writing to it", dropped["method"])
+        return False
+
+
+def quiet_dropped_clients() -> None:
+    """Install `_DroppedClient` on grpc's server logger (once per process)."""
+    grpc_log = logging.getLogger("grpc._cython.cygrpc")
+    if not any(isinstance(f, _DroppedClient) for f in grpc_log.filters):
+        grpc_log.addFilter(_DroppedClient())

@@ -10,7 +10,7 @@ from typing import Any, TypeAlias, TypeVar
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from gateway.status import INTERNAL, Known, edge, edge_stream
+from gateway.status import INTERNAL, Known, edge, edge_stream, quiet_dropped_clients
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from workers.host import MatchHost
 from workers.outbox import Outbox
@@ -160,6 +160,7 @@ class MatchSweepsService(host_pb2_grpc.MatchSweepsServicer):
 
 
 async def start_worker_server(host: MatchHost, address: str) -> tuple[grpc.aio.Server, int]:
+    quiet_dropped_clients()  # a vanished gateway or watcher is one debug line, as at the gateway
     server = grpc.aio.server()
     host_pb2_grpc.add_MatchHostServicer_to_server(MatchHostService(host), server)
     host_pb2_grpc.add_MatchSweepsServicer_to_server(MatchSweepsService(host), server)
