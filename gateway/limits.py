@@ -58,34 +58,46 @@ def read(kind: type[M], data: bytes, limit: int) -> M:
         message = kind.FromString(data)
     except Exception:  # whatever fails to parse a client's bytes is that client's malformed input
         raise not_a(kind) from None
-    check_text(message)
+    check_text(message, len(data))
     return message
 
 
-def check_text(message: Message) -> None:
-    """Refuses the first string of `message` (nested, repeated or in a map) longer than `MAX_TEXT`."""
-    where = _overlong(message, message.DESCRIPTOR.name)
-    if where is not None:
-        path, length = where
+def check_text(message: Message, size: int) -> None:
+    """Refuses the first string of `message` (nested, repeated or in a map) longer than `MAX_TEXT`.
+    `size`: the bytes it was read from; no string in fewer than `MAX_TEXT` bytes can be longer (a
+    character takes a byte at least, in protobuf and in JSON), so most requests are not walked at all."""
+    if size <= MAX_TEXT:
+        return
+    found = _overlong(message)
+    if found is not None:
+        steps, length = found
+        path = message.DESCRIPTOR.name + "".join(reversed(steps))
         raise Unreadable(f"{path} is {length:,} characters long; at most {MAX_TEXT} are read")
 
 
-def _overlong(value: object, path: str) -> tuple[str, int] | None:
+def _overlong(value: object) -> tuple[list[str], int] | None:
+    """The path (innermost step first) and the length of the first string in `value` over the bound; the
+    path is spelled only when one is found (requests are read on the hot path of every command)."""
     if isinstance(value, str):
-        return (path, len(value)) if len(value) > MAX_TEXT else None
+        return ([], len(value)) if len(value) > MAX_TEXT else None
     if isinstance(value, Message):
         for field, item in value.ListFields():
-            found = _overlong(item, f"{path}.{field.name}")
+            found = _overlong(item)
             if found is not None:
+                found[0].append(f".{field.name}")
                 return found
+    elif isinstance(value, int | float | bytes):
+        return None
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            found = _overlong(key, f"{path} key") or _overlong(item, f"{path}[{key if isinstance(key, int) else '…'}]")
+            found = _overlong(key) or _overlong(item)
             if found is not None:
+                found[0].append(f"[{key}]" if isinstance(key, int) else "[…]")
                 return found
-    elif isinstance(value, Sequence) and not isinstance(value, bytes):
+    elif isinstance(value, Sequence):
         for index, item in enumerate(value):
-            found = _overlong(item, f"{path}[{index}]")
+            found = _overlong(item)
             if found is not None:
+                found[0].append(f"[{index}]")
                 return found
     return None

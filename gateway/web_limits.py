@@ -142,7 +142,7 @@ class _Codec:
         except Exception:  # whatever fails to decode a client's bytes is that client's malformed input
             self.reading.refuse(not_a(message))
         try:
-            check_text(message)
+            check_text(message, len(data))
         except Unreadable as unreadable:
             self.reading.refuse(unreadable)
         return message
