@@ -20,6 +20,8 @@ from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
+from gateway.web_bounds import Refused
+
 
 def connect_code(status: grpc.StatusCode) -> Code:
     """The Connect code of a gRPC status: the same names (Connect spells CANCELLED with one L)."""
@@ -86,12 +88,23 @@ def _bridged(call: Callable[[Any, Any], Any], method: MethodDescriptor) -> Calla
     if method.server_streaming:
 
         def stream(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
-            replies: AsyncIterator[Any] = call(request, GrpcContext(ctx))
+            requests = _readable(request) if method.client_streaming else request
+            replies: AsyncIterator[Any] = call(requests, GrpcContext(ctx))
             return replies
 
         return stream
 
     async def unary(request: Any, ctx: RequestContext[Any, Any]) -> Any:
-        return await call(request, GrpcContext(ctx))
+        return await call(_readable(request) if method.client_streaming else request, GrpcContext(ctx))
 
     return unary
+
+
+async def _readable(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """A request stream whose unreadable message raises `Unreadable` where the servicer reads it, so the
+    servicer's edge answers it like any refusal (as the gRPC door does, gateway/server.py)."""
+    try:
+        async for request in requests:
+            yield request
+    except Refused as refused:
+        raise refused.unreadable from None

@@ -1,23 +1,40 @@
 """Assembles the gateway's gRPC server: the Matches and Tournaments services, standard health, server
-reflection."""
+reflection.
+
+The public services' method handlers are made here from their descriptors rather than by the generated
+`add_*Servicer_to_server`: grpc deserializes a request before any servicer code runs, and a request it
+cannot parse would end as UNKNOWN with a traceback in the log. These handlers read requests through
+`gateway.bounds` and answer what they cannot read as INVALID_ARGUMENT `malformed_input`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
+from google.protobuf import descriptor_pool
+from google.protobuf.descriptor import MethodDescriptor
+from google.protobuf.message_factory import GetMessageClass
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from gateway.bounds import TRANSPORT_MAX_BYTES, Unreadable, limit_of, read
 from gateway.guard import Guard
 from gateway.limits import Budgets, LimitSettings
 from gateway.service import MatchesService
+from gateway.status import abort, quiet_dropped_clients
 from gateway.tls import ServerTls
 from gateway.tournaments.service import TournamentsService
 from gateway.workers import Router
-from protos.tablehall.v1 import matches_pb2, matches_pb2_grpc, tournaments_pb2, tournaments_pb2_grpc
+from protos.tablehall.v1 import matches_pb2, tournaments_pb2
+
+log = logging.getLogger("tablehall.gateway")
+
+Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
 MATCHES = matches_pb2.DESCRIPTOR.services_by_name["Matches"].full_name
 TOURNAMENTS = tournaments_pb2.DESCRIPTOR.services_by_name["Tournaments"].full_name
@@ -60,10 +77,14 @@ async def start_gateway(
     tls: ServerTls | None = None,
 ) -> Gateway:
     """The public gRPC server on `host:port` (0: a free port): plaintext, or TLS with `tls`."""
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    quiet_dropped_clients()
+    options = [("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", TRANSPORT_MAX_BYTES)]
+    server = grpc.aio.server(options=options)
     servicers = servicers or public_servicers(router)
-    matches_pb2_grpc.add_MatchesServicer_to_server(servicers[MATCHES], server)
-    tournaments_pb2_grpc.add_TournamentsServicer_to_server(servicers[TOURNAMENTS], server)
+    for name in (MATCHES, TOURNAMENTS):
+        handlers = method_handlers(name, servicers[name])
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(name, handlers),))
+        server.add_registered_method_handlers(name, handlers)
     checker = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(checker, server)
     names = (MATCHES, TOURNAMENTS, health.SERVICE_NAME, reflection.SERVICE_NAME)
@@ -88,3 +109,82 @@ async def _health_only(checker: health.HealthServicer, host: str, port: int) -> 
         raise OSError(f"cannot listen on {host}:{port} (TABLEHALL_HEALTH_PORT)")
     await server.start()
     return server, bound
+
+
+def method_handlers(service: str, servicer: object) -> dict[str, grpc.RpcMethodHandler]:
+    """A handler for every method of `service` (full name) that calls the servicer's method of that name."""
+    found = descriptor_pool.Default().FindServiceByName(service)
+    return {method.name: _handler(method, getattr(servicer, method.name)) for method in found.methods}
+
+
+def _handler(method: MethodDescriptor, behavior: Callable[..., Any]) -> grpc.RpcMethodHandler:
+    request = GetMessageClass(method.input_type)
+    limit = limit_of(method.full_name)
+
+    def deserialize(data: bytes) -> Any:
+        """Never raises (grpc would answer UNKNOWN): what cannot be read is handed on as `Unreadable`."""
+        try:
+            return read(request, data, limit)
+        except Unreadable as unreadable:
+            return unreadable
+
+    serialize = GetMessageClass(method.output_type).SerializeToString
+    if method.client_streaming:
+        handle = _reading(behavior, method.full_name)
+        if method.server_streaming:
+            return grpc.stream_stream_rpc_method_handler(handle, deserialize, serialize)
+        return grpc.stream_unary_rpc_method_handler(handle, deserialize, serialize)
+    handle = _refusing(behavior, method.full_name)
+    if method.server_streaming:
+        return grpc.unary_stream_rpc_method_handler(handle, deserialize, serialize)
+    return grpc.unary_unary_rpc_method_handler(handle, deserialize, serialize)
+
+
+def _refusing(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
+    """A unary request: an unreadable one is refused before the servicer sees it."""
+    if inspect.isasyncgenfunction(behavior):
+
+        async def stream(request: Any, context: Context) -> AsyncIterator[Any]:
+            if isinstance(request, Unreadable):
+                await _refuse(context, request, method)
+            async for reply in behavior(request, context):
+                yield reply
+
+        return stream
+
+    async def unary(request: Any, context: Context) -> Any:
+        if isinstance(request, Unreadable):
+            await _refuse(context, request, method)
+        return await behavior(request, context)
+
+    return unary
+
+
+def _reading(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
+    """A request stream: an unreadable message raises `Unreadable` (a `malformed_input` refusal) where the
+    servicer reads it, so its edge ends the call with that status and code."""
+
+    async def readable(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for request in requests:
+            if isinstance(request, Unreadable):
+                log.debug("%s: %s", method, request)
+                raise request
+            yield request
+
+    if inspect.isasyncgenfunction(behavior):
+
+        async def stream(requests: AsyncIterator[Any], context: Context) -> AsyncIterator[Any]:
+            async for reply in behavior(readable(requests), context):
+                yield reply
+
+        return stream
+
+    async def unary(requests: AsyncIterator[Any], context: Context) -> Any:
+        return await behavior(readable(requests), context)
+
+    return unary
+
+
+async def _refuse(context: Context, unreadable: Unreadable, method: str) -> None:
+    log.debug("%s: %s", method, unreadable)
+    await abort(context, unreadable)

@@ -16,13 +16,13 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 
 from gateway.rulebook import rules_for
-from gateway.status import STATUS, Known, edge, edge_stream
-from gateway.workers import Router
+from gateway.status import STATUS, edge, edge_stream, refusal
+from gateway.workers import Router, WorkerClient
 from protos.tablehall.v1 import host_pb2, matches_pb2, matches_pb2_grpc
 from workers import metrics
 from workers.errors import NotFinished, Unauthenticated
 from workers.games.catalog import game_named
-from workers.games.errors import MalformedAction
+from workers.games.errors import MalformedAction, quote
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
@@ -62,8 +62,23 @@ def bearer(context: Context, required: bool) -> bytes:
 
 def checked_id(match_id: str) -> str:
     if not _MATCH_ID.fullmatch(match_id):
-        raise MalformedAction(f"{match_id!r} is not a match id (16 hex digits)")
+        raise MalformedAction(f"{quote(match_id)} is not a match id (16 hex digits)")
     return match_id
+
+
+async def answer(owner: WorkerClient, command: host_pb2.HostCommandRequest, ref: int) -> matches_pb2.CommandResult:
+    """One command's result on a Play stream: the change it made, or the status and code `Act` would
+    have answered (an unexpected failure: logged once, INTERNAL with the generic message)."""
+    try:
+        reply = await owner.command(command)
+    except Exception as error:
+        code, message = refusal(error, "a Play command")
+        metrics.REJECTED.labels(code).inc()
+        status = STATUS.get(code, grpc.StatusCode.INTERNAL).name
+        refused = matches_pb2.CommandError(status=status, code=code, message=message)
+        return matches_pb2.CommandResult(ref=ref, error=refused)
+    return matches_pb2.CommandResult(ref=ref, seq=reply.seq)
+
 
 
 class MatchesService(matches_pb2_grpc.MatchesServicer):
@@ -76,7 +91,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
     ) -> matches_pb2.CreateMatchResponse:
         game = game_named(request.game)
         if game is None:
-            raise MalformedAction(f"unknown game {request.game!r}: spectacular-bid or 501")
+            raise MalformedAction(f"unknown game {quote(request.game)}: spectacular-bid or 501")
         options: dict[str, Any] = MessageToDict(request.options, preserving_proto_field_name=True)
         if request.shared_device:
             options["shared_device"] = True
@@ -123,7 +138,9 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
     async def Play(
         self, requests: AsyncIterator[matches_pb2.PlayRequest], context: Context
     ) -> AsyncIterator[matches_pb2.PlayEvent]:
-        """Watch and Act on one stream: updates as Watch sends them, and each command's result."""
+        """Watch and Act on one stream: updates as Watch sends them, and each command's result. Every
+        command read gets exactly one result, even after the match's last update; the stream ends once
+        the updates have ended and no command is left unanswered."""
         token = bearer(context, required=False)
         first = await anext(aiter(requests), None)
         if first is None:
@@ -131,6 +148,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         match_id = checked_id(first.match_id)
         owner = self.router.owner(match_id)
         events: asyncio.Queue[matches_pb2.PlayEvent | Exception | None] = asyncio.Queue()
+        unanswered = 0
 
         async def updates() -> None:
             try:
@@ -142,31 +160,31 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                 await events.put(error)
 
         async def commands() -> None:
-            async for request in requests:
-                arrival = time.time_ns() // 1_000_000
-                command = host_pb2.HostCommandRequest(
-                    match_id=match_id, token_sha256=token, action=request.action, arrival_unix_ms=arrival
-                )
-                try:
-                    reply = await owner.command(command)
-                    result = matches_pb2.CommandResult(ref=request.ref, seq=reply.seq)
-                except Known as error:
-                    code = error.code
-                    metrics.REJECTED.labels(code).inc()
-                    refused = matches_pb2.CommandError(status=STATUS[code].name, code=code, message=str(error))
-                    result = matches_pb2.CommandResult(ref=request.ref, error=refused)
-                await events.put(matches_pb2.PlayEvent(result=result))
+            nonlocal unanswered
+            try:
+                async for request in requests:
+                    unanswered += 1
+                    arrival = time.time_ns() // 1_000_000
+                    command = host_pb2.HostCommandRequest(
+                        match_id=match_id, token_sha256=token, action=request.action, arrival_unix_ms=arrival
+                    )
+                    await events.put(matches_pb2.PlayEvent(result=await answer(owner, command, request.ref)))
+            except Exception as error:  # the request stream itself failed (a message that cannot be read)
+                await events.put(error)
 
         tasks = [asyncio.create_task(updates()), asyncio.create_task(commands())]
         try:
-            while (event := await events.get()) is not None:
+            ended = False
+            while not (ended and unanswered == 0):
+                event = await events.get()
+                if event is None:
+                    ended = True
+                    continue
                 if isinstance(event, Exception):
                     raise event
+                if event.HasField("result"):
+                    unanswered -= 1
                 yield event
-            while not events.empty():  # results of the last commands, after the final update
-                event = events.get_nowait()
-                if isinstance(event, matches_pb2.PlayEvent):
-                    yield event
         finally:
             for task in tasks:
                 task.cancel()
@@ -232,7 +250,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 def _rated_game(name: str) -> str:
     game = game_named(name)
     if game is None:
-        raise MalformedAction(f"unknown game {name!r}: spectacular-bid or 501")
+        raise MalformedAction(f"unknown game {quote(name)}: spectacular-bid or 501")
     return game.name
 
 

@@ -2,12 +2,15 @@
 
 Servicer methods are wrapped by `edge` (unary) or `edge_stream` (server streaming). An unexpected
 exception is logged with its traceback on the server and reaches the caller as INTERNAL, never as a trace.
+A client that goes away is no error of the service: grpc's traceback for it becomes one debug line
+(`quiet_dropped_clients`).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -53,25 +56,43 @@ each refused command of its stream itself)."""
 R = TypeVar("R")
 
 
+MAX_MESSAGE = 400
+"""The longest refusal message a caller gets. Messages quote client input through `quote`
+(workers/games/errors.py), so they are short anyway; this bounds what a library's text could add."""
+
+
+def shown(message: str) -> str:
+    return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
+
+
+def refusal(error: Exception, where: str) -> tuple[str, str]:
+    """The (code, message) a caller gets for `error`: a known refusal as itself; anything else is logged
+    here, once, with its traceback, and reads as `internal` with the generic message."""
+    if isinstance(error, Known):
+        return error.code, shown(str(error))
+    log.error("unexpected error in %s", where, exc_info=error)
+    return "internal", INTERNAL
+
+
 async def abort(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -> NoReturn:
     code = getattr(error, "code", "internal")
     metadata: tuple[tuple[str, str], ...] = ((ERROR_CODE_KEY, code),)
     if moved_to := getattr(error, "moved_to", ""):
         metadata += ((MOVED_TO_KEY, moved_to),)
-    await context.abort(STATUS.get(code, grpc.StatusCode.INTERNAL), str(error), metadata)
+    await context.abort(STATUS.get(code, grpc.StatusCode.INTERNAL), shown(str(error)), metadata)
     raise AssertionError("unreachable")  # context.abort raises
 
 
 async def settle(error: Exception, context: grpc.aio.ServicerContext[Any, Any], where: str) -> NoReturn:
-    """End a call that raised: a known error with its status; anything else logged, INTERNAL to the caller."""
+    """End a call that raised: a known error with its status and code; anything else logged, INTERNAL
+    with the generic message to the caller."""
     if isinstance(error, grpc.aio.AbortError):
         raise error
+    code, message = refusal(error, where)
     if where in COMMANDS:
-        metrics.REJECTED.labels(getattr(error, "code", "internal") if isinstance(error, Known) else "internal").inc()
-    if isinstance(error, Known):
-        await abort(context, error)
-    log.exception("unexpected error in %s", where, exc_info=error)
-    await context.abort(grpc.StatusCode.INTERNAL, INTERNAL)
+        metrics.REJECTED.labels(code).inc()
+    trailer = ((ERROR_CODE_KEY, code),) if isinstance(error, Known) else ()
+    await context.abort(STATUS.get(code, grpc.StatusCode.INTERNAL), message, trailer)
     raise AssertionError("unreachable")  # context.abort raises
 
 
@@ -100,3 +121,27 @@ def edge_stream(
             await settle(error, context, method.__name__)
 
     return wrapped
+
+
+_DROPPED = re.compile(r"ExecuteBatchError raised in core by servicer method \[(?P<method>[^\]]*)\]")
+
+
+class _DroppedClient(logging.Filter):
+    """grpc.aio stays silent when a write fails because the client has gone, but only if it noticed the
+    closed call before the failed write; the other way round it logs the same thing as an error with a
+    traceback. This filter makes that case what grpc makes the first: one debug line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        dropped = _DROPPED.fullmatch(record.getMessage()) if isinstance(error, grpc.aio.InternalError) else None
+        if dropped is None:
+            return True
+        log.debug("the client of %s went away while the server was writing to it", dropped["method"])
+        return False
+
+
+def quiet_dropped_clients() -> None:
+    """Install `_DroppedClient` on grpc's server logger (once per process)."""
+    grpc_log = logging.getLogger("grpc._cython.cygrpc")
+    if not any(isinstance(f, _DroppedClient) for f in grpc_log.filters):
+        grpc_log.addFilter(_DroppedClient())

@@ -33,6 +33,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from gateway.connect_door import ConnectBridge
 from gateway.tls import ServerTls
+from gateway.web_bounds import BoundedGzip, Guarded
 
 log = logging.getLogger("tablehall.web")
 
@@ -90,13 +91,16 @@ class WebSettings:
 
 
 def connect_apps(servicers: Mapping[str, Any]) -> list[Any]:
-    """Each public service (by full name) as its generated Connect application, bridged to its servicer."""
+    """Each public service (by full name) as its generated Connect application, bridged to its servicer,
+    reading requests within the limits of the gRPC door (gateway/web_bounds.py)."""
     apps = []
     for full_name, servicer in servicers.items():
         descriptor = descriptor_pool.Default().FindServiceByName(full_name)
         module = importlib.import_module(descriptor.file.name.removesuffix(".proto").replace("/", ".") + "_connect")
         bridge: Any = ConnectBridge(servicer, descriptor)  # its methods are made from the descriptor
-        apps.append(getattr(module, f"{descriptor.name}ASGIApplication")(bridge))
+        generated = getattr(module, f"{descriptor.name}ASGIApplication")
+        guarded = type(generated.__name__, (Guarded, generated), {})
+        apps.append(guarded(bridge, compressions=[BoundedGzip()]))
     return apps
 
 

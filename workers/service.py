@@ -10,7 +10,7 @@ from typing import Any, TypeAlias, TypeVar
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from gateway.status import INTERNAL, Known, edge, edge_stream
+from gateway.status import INTERNAL, Known, edge, edge_stream, quiet_dropped_clients
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from workers.errors import NotOwner
 from workers.host import MatchHost
@@ -212,6 +212,7 @@ class MatchSweepsService(host_pb2_grpc.MatchSweepsServicer):
 async def start_worker_server(
     host: MatchHost, address: str, service: MatchHostService | None = None
 ) -> tuple[grpc.aio.Server, int]:
+    quiet_dropped_clients()  # a vanished gateway or watcher is one debug line, as at the gateway
     server = grpc.aio.server(options=[  # gateways ping their worker connections every few seconds
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.http2.min_recv_ping_interval_without_data_ms", 4000),

@@ -29,7 +29,7 @@ from workers.actor import unix_ms
 from workers.errors import NotFound, ServiceError, Unavailable
 from workers.games.catalog import game_named
 from workers.games.engine import Seat
-from workers.games.errors import MalformedAction, RulesError
+from workers.games.errors import MalformedAction, RulesError, quote
 
 log = logging.getLogger("tablehall.tournaments")
 
@@ -145,7 +145,7 @@ class Director:
     async def owned_batch(self, organizer: Organizer, batch_id: str) -> tuple[store.Batch, list[PlannedTable]]:
         loaded = await self._db(store.load_batch, batch_id)
         if loaded is None or loaded[0].status == "cancelled":
-            raise NotFound(f"no batch {batch_id!r}")
+            raise NotFound(f"no batch {quote(batch_id)}")
         if loaded[0].organizer_id != organizer.id:
             raise NotYours(f"batch {batch_id} belongs to another organizer")
         return loaded  # type: ignore[no-any-return]
@@ -184,7 +184,7 @@ class Director:
             except MalformedAction as error:
                 raise BatchRejected(f"options: {error}") from None
         if spec.voided not in ("replay", "draw"):
-            raise BatchRejected(f"voided tables are 'replay'ed or counted as a 'draw', not {spec.voided!r}")
+            raise BatchRejected(f"voided tables are 'replay'ed or counted as a 'draw', not {quote(spec.voided)}")
         pause = DEFAULT_PAUSE_MS if spec.round_pause_ms is None else spec.round_pause_ms
         if not 0 <= pause <= 24 * 3600 * 1000:
             raise BatchRejected("the pause between rounds is 0 to 86400 s")
@@ -211,7 +211,7 @@ class Director:
         await self._db(store.refresh, tournament_id)
         snap: store.Snapshot | None = await self._db(store.snapshot, tournament_id)
         if snap is None:
-            raise NotFound(f"no tournament {tournament_id!r}")
+            raise NotFound(f"no tournament {quote(tournament_id)}")
         if organizer is not None and snap.tournament.organizer_id != organizer.id:
             raise NotYours(f"tournament {tournament_id} belongs to another organizer")
         return snap
@@ -225,7 +225,7 @@ class Director:
             return cached[1]
         snap: store.Snapshot | None = await self._db(store.snapshot, tournament_id)
         if snap is None:
-            raise NotFound(f"no tournament {tournament_id!r}")
+            raise NotFound(f"no tournament {quote(tournament_id)}")
         self.recent[tournament_id] = (now, snap)
         return snap
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workers.games.errors import quote
+
 PlayerId = str
 
 
@@ -37,5 +39,5 @@ def check_unique(players: tuple[PlayerId, ...] | list[PlayerId]) -> None:
     seen: set[PlayerId] = set()
     for player in players:
         if player in seen:
-            raise ValueError(f"player {player!r} appears twice")
+            raise ValueError(f"player {quote(player)} appears twice")
         seen.add(player)

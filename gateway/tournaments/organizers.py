@@ -15,7 +15,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 
 from gateway.tournaments import schema as s
-from workers.games.errors import MalformedAction
+from workers.games.errors import MalformedAction, quote
 
 KEY_PREFIX = "tho_"
 """Organizer keys read as such in logs and configs (seat and player tokens have no prefix)."""
@@ -46,7 +46,7 @@ def create_organizer(engine: Engine, name: str) -> str:
         with engine.begin() as conn:
             conn.execute(s.organizers.insert().values(**row))
     except IntegrityError:
-        raise OrganizerExists(f"an organizer named {name!r} exists already") from None
+        raise OrganizerExists(f"an organizer named {quote(name)} exists already") from None
     return key
 
 

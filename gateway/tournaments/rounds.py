@@ -31,6 +31,7 @@ from gateway.tournaments.standings import (
     standings_sb,
 )
 from gateway.tournaments.swiss import SwissPlayer, pair_swiss
+from workers.games.errors import quote
 
 FORMATS = {"spectacular-bid": ("swiss", "round-robin"), "501": ("seating",)}
 MAX_REPLAYS = 2
@@ -90,18 +91,18 @@ def check_settings(game: str, format: str, rounds: int, players: Sequence[str]) 
     """The rounds to play (`rounds` 0: the default), or `BatchRejected` with the reason."""
     formats = FORMATS.get(game)
     if formats is None:
-        raise BatchRejected(f"unknown game {game!r}: spectacular-bid or 501")
+        raise BatchRejected(f"unknown game {quote(game)}: spectacular-bid or 501")
     if format not in formats:
-        raise BatchRejected(f"{game} tournaments are {' or '.join(formats)}, not {format!r}")
+        raise BatchRejected(f"{game} tournaments are {' or '.join(formats)}, not {quote(format)}")
     least = 3 if game == "501" else 2
     if not least <= len(players) <= MAX_PLAYERS:
         raise BatchRejected(f"a {game} tournament takes {least} to {MAX_PLAYERS} players, not {len(players)}")
     seen: set[str] = set()
     for seed, name in enumerate(players, 1):
         if not name.strip() or len(name) > 64:
-            raise BatchRejected(f"player {seed}: a name of 1 to 64 characters, not {name!r}")
+            raise BatchRejected(f"player {seed}: a name of 1 to 64 characters, not {quote(name)}")
         if name in seen:
-            raise BatchRejected(f"player {name!r} is listed twice (seed {seed}); nothing was created")
+            raise BatchRejected(f"player {quote(name)} is listed twice (seed {seed}); nothing was created")
         seen.add(name)
     most = default_rounds(format, len(players)) if format == "round-robin" else 100
     if format == "swiss":

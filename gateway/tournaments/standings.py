@@ -31,6 +31,7 @@ from fractions import Fraction
 from typing import Literal
 
 from gateway.tournaments.model import PlayerId
+from workers.games.errors import quote
 
 Voided = Literal["replay", "draw"]
 SB_START = 150
@@ -64,7 +65,7 @@ class SbStanding:
 
 def _check_voided(voided: str) -> None:
     if voided not in ("replay", "draw"):
-        raise ValueError(f"voided must be 'replay' or 'draw', not {voided!r}")
+        raise ValueError(f"voided must be 'replay' or 'draw', not {quote(voided)}")
 
 
 def standings_sb(

@@ -22,7 +22,7 @@ from gateway.workers import Router, WorkerClient
 from protos.tablehall.v1 import host_pb2
 from workers.games.catalog import game_named
 from workers.games.engine import Game, Seat
-from workers.games.errors import MalformedAction
+from workers.games.errors import MalformedAction, quote
 from workers.host import check_table
 from workers.voids import VoidReason
 
@@ -49,7 +49,7 @@ def check_batch(game_name: str, tables: Sequence[Sequence[str]], options: Mappin
     """The whole batch is valid, or `BatchRejected` says which table and why."""
     game = game_named(game_name)
     if game is None:
-        raise BatchRejected(f"unknown game {game_name!r}: spectacular-bid or 501")
+        raise BatchRejected(f"unknown game {quote(game_name)}: spectacular-bid or 501")
     if not 1 <= len(tables) <= MAX_TABLES:
         raise BatchRejected(f"a batch has 1 to {MAX_TABLES} tables, not {len(tables)}")
     seated: dict[str, int] = {}
@@ -62,7 +62,7 @@ def check_batch(game_name: str, tables: Sequence[Sequence[str]], options: Mappin
         for name in players:
             if name in seated:
                 where = "twice at that table" if seated[name] == number else f"also at table {seated[name]}"
-                raise BatchRejected(f"table {number}: player {name!r} is {where}; nothing was created")
+                raise BatchRejected(f"table {number}: player {quote(name)} is {where}; nothing was created")
             seated[name] = number
         sizes.add(len(players))
     for size in sorted(sizes):

@@ -21,3 +21,19 @@ class MalformedAction(RulesError):
     """An action, deal or option that cannot be read at all (unknown tile, missing field, ...)."""
 
     code = "malformed_input"
+
+
+QUOTED_CHARS = 40
+"""The most of a client's input that an error message repeats; the rest is counted, never echoed."""
+
+
+def quote(value: object, *, marks: bool = True) -> str:
+    """Client input as every error message shows it: its repr (`marks=False`: a string as it is), cut to
+    `QUOTED_CHARS` characters with the length of the whole, so a refusal stays short however big the
+    input was."""
+    if isinstance(value, str):
+        shown = value[:QUOTED_CHARS]
+        shown = repr(shown) if marks else shown
+        return shown if len(value) <= QUOTED_CHARS else f"{shown}… ({len(value):,} characters)"
+    text = repr(value)
+    return text if len(text) <= QUOTED_CHARS else f"{text[:QUOTED_CHARS]}… ({len(text):,} characters)"

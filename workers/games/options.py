@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from workers.games.engine import JSON
-from workers.games.errors import MalformedAction
+from workers.games.errors import MalformedAction, quote
 
 Value = int | float | bool | None
 """An option's value as a match uses it: a whole number, seconds, a flag, or None (off)."""
@@ -48,14 +48,14 @@ class OptionSpec:
             return None
         if self.kind is Kind.FLAG:
             if not isinstance(value, bool):
-                raise MalformedAction(f"{self.name} must be true or false, not {_shown(value)}")
+                raise MalformedAction(f"{self.name} must be true or false, not {quote(value)}")
             return value
         number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
         whole = self.kind is Kind.WHOLE
         if number is None or (whole and not isinstance(number, int)) or not self.least <= number <= self.most:
-            raise MalformedAction(f"{self.name} must be {self.allowed()}, not {_shown(value)}")
+            raise MalformedAction(f"{self.name} must be {self.allowed()}, not {quote(value)}")
         if whole and number % self.multiple_of:
-            raise MalformedAction(f"{self.name} must be {self.allowed()}, not {_shown(value)}")
+            raise MalformedAction(f"{self.name} must be {self.allowed()}, not {quote(value)}")
         return number
 
     def allowed(self) -> str:
@@ -90,19 +90,10 @@ def read_options(specs: tuple[OptionSpec, ...], raw: Mapping[str, JSON], game: s
     known = {spec.name for spec in specs}
     unknown = sorted(str(name) for name in raw if name not in known)
     if unknown:
-        names = ", ".join(_clipped(name) for name in unknown[:3]) + (", …" if len(unknown) > 3 else "")
+        names = ", ".join(quote(name, marks=False) for name in unknown[:3]) + (", …" if len(unknown) > 3 else "")
         raise MalformedAction(f"unknown {game} option(s): {names}; known: {', '.join(sorted(known))}")
     return {spec.name: spec.read(raw) for spec in specs}
 
 
 def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
-
-
-def _shown(value: JSON) -> str:
-    """A refused value as a message shows it: never a huge input echoed back."""
-    return _clipped(repr(value))
-
-
-def _clipped(text: str, limit: int = 24) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -13,7 +13,7 @@ from typing import Any
 
 from workers.games.catalog import game_named
 from workers.games.engine import CHANCE, JSON, Event, Game, Millis, Seat, millis, seconds
-from workers.games.errors import IllegalAction, MalformedAction, RulesError
+from workers.games.errors import IllegalAction, MalformedAction, RulesError, quote
 
 FORMAT = "tablehall-record/1"
 
@@ -206,11 +206,11 @@ def _read(
     if not isinstance(record, dict):
         raise MalformedRecord("a record is a JSON object")
     if record.get("format") != FORMAT:
-        raise MalformedRecord(f'"format" must be "{FORMAT}", not {record.get("format")!r}')
+        raise MalformedRecord(f'"format" must be "{FORMAT}", not {quote(record.get("format"))}')
     name = record.get("game")
     game = game_named(name) if isinstance(name, str) else None
     if game is None:
-        raise MalformedRecord(f'unknown "game": {name!r}')
+        raise MalformedRecord(f'unknown "game": {quote(name)}')
     players = record.get("players")
     if not isinstance(players, list) or not all(isinstance(p, str) for p in players):
         raise MalformedRecord('"players" must be a list of names')
@@ -246,7 +246,7 @@ def _read(
             raise MalformedRecord(f"event {index} is not an object")
         seat = raw.get("seat")
         if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < len(players):
-            raise MalformedRecord(f"event {index}: no seat {seat!r} among {len(players)} players")
+            raise MalformedRecord(f"event {index}: no seat {quote(seat)} among {len(players)} players")
         if "t" in raw:
             t = _time(raw["t"], f"event {index}")
             if t < now:
@@ -269,7 +269,7 @@ def _read(
 
 def _time(value: JSON, where: str) -> Millis:
     if not isinstance(value, int | float) or isinstance(value, bool) or value < 0 or value != value:
-        raise MalformedRecord(f"{where}: time must be a number of seconds ≥ 0, not {value!r}")
+        raise MalformedRecord(f"{where}: time must be a number of seconds ≥ 0, not {quote(value)}")
     if value > 10**9:
         raise MalformedRecord(f"{where}: time {value} s is out of range")
     return millis(value)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workers.games.engine import JSON, Seat
-from workers.games.errors import MalformedAction
+from workers.games.errors import MalformedAction, quote
 from workers.games.five_oh_one.cards import Card, Suit, parse
 
 MIN_BID = 66  # F-3
@@ -104,14 +104,14 @@ def parse_action(obj: Mapping[str, JSON]) -> Action:
     if do == "play":
         marriage = obj.get("marriage", False)
         if not isinstance(marriage, bool):
-            raise MalformedAction(f'"marriage" must be true or false, not {marriage!r}')
+            raise MalformedAction(f'"marriage" must be true or false, not {quote(marriage)}')
         return Play(parse(_field(obj, "card")), marriage)
     if do == "declare":
         trump = _field(obj, "trump")
         if not isinstance(trump, str) or trump not in TRUMPS:
-            raise MalformedAction(f'"trump" must be one of S, H, D, C, NT, not {trump!r}')
+            raise MalformedAction(f'"trump" must be one of S, H, D, C, NT, not {quote(trump)}')
         return Declare(TRUMPS[trump], _whole(obj, "target"), _gifts(_field(obj, "give")))
-    raise MalformedAction(f"unknown action {do!r}: 501 knows look, bid, pass, abandon, declare and play")
+    raise MalformedAction(f"unknown action {quote(do)}: 501 knows look, bid, pass, abandon, declare and play")
 
 
 def _field(obj: Mapping[str, JSON], name: str) -> Any:
@@ -123,7 +123,7 @@ def _field(obj: Mapping[str, JSON], name: str) -> Any:
 def _whole(obj: Mapping[str, JSON], name: str) -> int:
     value = _field(obj, name)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise MalformedAction(f'"{name}" must be a whole number, not {value!r}')
+        raise MalformedAction(f'"{name}" must be a whole number, not {quote(value)}')
     return value
 
 
@@ -133,6 +133,6 @@ def _gifts(give: JSON) -> tuple[tuple[Seat, Card], ...]:
     out: list[tuple[Seat, Card]] = []
     for key, code in give.items():
         if not isinstance(key, str) or not key.isdigit() or not key.isascii():
-            raise MalformedAction(f'"give": {key!r} is not a seat number')
+            raise MalformedAction(f'"give": {quote(key)} is not a seat number')
         out.append((Seat(int(key)), parse(code)))
     return tuple(sorted(out, key=lambda pair: pair[0]))

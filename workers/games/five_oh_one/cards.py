@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from workers.games.errors import MalformedAction
+from workers.games.errors import MalformedAction, quote
 
 
 class Suit(Enum):
@@ -75,7 +75,7 @@ def parse(code: object) -> Card:
     """A card from its code ("TS", "9H"), or `MalformedAction` naming what is wrong."""
     card = _BY_CODE.get(code) if isinstance(code, str) else None
     if card is None:
-        raise MalformedAction(f'unknown card {code!r}: a card is rank (A T K Q J 9) + suit (S H D C), like "TS"')
+        raise MalformedAction(f'unknown card {quote(code)}: a card is rank (A T K Q J 9) + suit (S H D C), like "TS"')
     return card
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from workers.games.engine import JSON, Event, Millis, Seat
-from workers.games.errors import MalformedAction
+from workers.games.errors import MalformedAction, quote
 from workers.games.five_oh_one import deals, legal, rules
 from workers.games.five_oh_one.actions import Action, parse_action
 from workers.games.five_oh_one.cards import DECK
@@ -79,7 +79,7 @@ class FiveOhOne:
     def parse_lot(self, record: Mapping[str, JSON]) -> Seat:
         lot = record.get("first_dealer")
         if not isinstance(lot, int) or isinstance(lot, bool) or lot < 0:
-            raise MalformedAction(f'"first_dealer" must be a seat number, not {lot!r}')
+            raise MalformedAction(f'"first_dealer" must be a seat number, not {quote(lot)}')
         return Seat(lot)
 
     def lot_json(self, lot: Seat) -> dict[str, JSON]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from workers.games.engine import JSON
-from workers.games.errors import MalformedAction
+from workers.games.errors import MalformedAction, quote
 from workers.games.spectacular_bid.tiles import TILES, End, Tile
 
 
@@ -169,7 +169,7 @@ def parse_action(obj: Mapping[str, JSON]) -> Action:
     if do in ("bid", "raise"):
         amount = obj.get("amount")
         if not isinstance(amount, int) or isinstance(amount, bool):
-            raise MalformedAction(f'a {do} needs a whole-number "amount", not {amount!r}')
+            raise MalformedAction(f'a {do} needs a whole-number "amount", not {quote(amount)}')
         return Bid(amount) if do == "bid" else Raise(amount)
     simple: dict[object, Action] = {
         "ready": Ready(),
@@ -181,4 +181,4 @@ def parse_action(obj: Mapping[str, JSON]) -> Action:
     }
     if do in simple:
         return simple[do]
-    raise MalformedAction(f"unknown action {do!r} for Spectacular Bid")
+    raise MalformedAction(f"unknown action {quote(do)} for Spectacular Bid")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from workers.games.errors import MalformedAction
+from workers.games.errors import MalformedAction, quote
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class Tile:
                 x, y = int(a), int(b)
                 if x <= 6 and y <= 6:
                     return tile(x, y)
-        raise MalformedAction(f'unknown tile {text!r}: a tile is "a-b" with a and b from 0 to 6')
+        raise MalformedAction(f'unknown tile {quote(text)}: a tile is "a-b" with a and b from 0 to 6')
 
     def __str__(self) -> str:
         return f"{self.high}-{self.low}"
@@ -76,7 +76,7 @@ class End(Enum):
         try:
             return End(text)
         except ValueError:
-            raise MalformedAction(f"unknown end {text!r}: an end is W, E, N or S") from None
+            raise MalformedAction(f"unknown end {quote(text)}: an end is W, E, N or S") from None
 
 
 MAIN_ENDS = (End.W, End.E)
