@@ -1,6 +1,7 @@
-"""Every command on a `Play` stream gets exactly one answer: a failure nobody foresaw (the storage raising
-on append) is INTERNAL with the generic message, logged once, and the stream goes on; a command sent as
-the match ends is answered before the stream ends."""
+"""Every command on a `Play` stream gets exactly one answer: a failure nobody foresaw (a bug in the worker)
+is INTERNAL with the generic message, logged once; a storage that fails on append is UNAVAILABLE (the
+change was not stored: send it again), logged once; the stream goes on either way; a command sent as the
+match ends is answered before the stream ends."""
 
 from __future__ import annotations
 
@@ -36,15 +37,26 @@ class BrokenDisk(MemoryStorage):
         await super().append(match_id, partition, epoch, entry, progress)
 
 
+class Buggy(MatchHost):
+    """The injected fault: once `buggy`, a command meets an exception nobody foresaw (a bug)."""
+
+    buggy = False
+
+    async def command(self, request: Any) -> matches_pb2.ActResponse:
+        if self.buggy:
+            raise RuntimeError("a bug nobody foresaw")
+        return await super().command(request)
+
+
 def served(
-    body: Callable[[MatchHost, Client, matches_pb2_grpc.MatchesStub], Awaitable[None]], remote: bool = False
+    body: Callable[[Buggy, Client, matches_pb2_grpc.MatchesStub], Awaitable[None]], remote: bool = False
 ) -> None:
     """A real gateway on a free port, its worker in process or (`remote`) behind its own gRPC server as
     `tablehall serve --workers N` runs it: then command replies and updates reach the gateway on two
     different streams, in no fixed order."""
 
     async def main() -> None:
-        host = MatchHost(BrokenDisk())
+        host = Buggy(BrokenDisk())
         await host.start()
         worker_server, port = await start_worker_server(host, "127.0.0.1:0") if remote else (None, 0)
         worker: WorkerClient = GrpcWorker(f"127.0.0.1:{port}") if remote else host
@@ -96,8 +108,35 @@ async def _bounded(events: AsyncIterator[matches_pb2.PlayEvent]) -> AsyncIterato
             return
 
 
-def test_a_command_whose_storage_fails_gets_internal_and_the_stream_goes_on(caplog: pytest.LogCaptureFixture) -> None:
-    async def body(host: MatchHost, client: Client, stub: matches_pb2_grpc.MatchesStub) -> None:
+def test_a_command_meeting_a_bug_gets_internal_and_the_stream_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    async def body(host: Buggy, client: Client, stub: matches_pb2_grpc.MatchesStub) -> None:
+        match = await client.create_match("spectacular-bid", ["Ana", "Bia"])
+        stream = Stream(stub, match.match_id, match.tokens[0])
+        first = await stream.open()
+        host.buggy = True
+        caplog.clear()
+        await stream.send(1, {"do": "ready"})
+        failed = (await stream.next("result")).result
+        assert failed.ref == 1 and failed.seq == 0
+        assert (failed.error.status, failed.error.code, failed.error.message) == ("INTERNAL", "internal", INTERNAL)
+        logged = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(logged) == 1 and logged[0].exc_info is not None, [r.getMessage() for r in logged]
+        assert "nobody foresaw" in str(logged[0].exc_info[1])
+        assert host.actors[match.match_id].seq == first.seq  # the match did not move
+        host.buggy = False
+        await stream.send(2, {"do": "ready"})
+        done = (await stream.next("result")).result
+        assert done.ref == 2 and not done.HasField("error") and done.seq == first.seq + 1
+        stream.call.cancel()
+
+    caplog.set_level(logging.INFO)
+    served(body)
+
+
+def test_a_command_whose_storage_fails_gets_unavailable_and_the_stream_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def body(host: Buggy, client: Client, stub: matches_pb2_grpc.MatchesStub) -> None:
         match = await client.create_match("spectacular-bid", ["Ana", "Bia"])
         stream = Stream(stub, match.match_id, match.tokens[0])
         first = await stream.open()
@@ -108,10 +147,10 @@ def test_a_command_whose_storage_fails_gets_internal_and_the_stream_goes_on(capl
         await stream.send(1, {"do": "ready"})
         failed = (await stream.next("result")).result
         assert failed.ref == 1 and failed.seq == 0
-        assert (failed.error.status, failed.error.code, failed.error.message) == ("INTERNAL", "internal", INTERNAL)
+        assert (failed.error.status, failed.error.code) == ("UNAVAILABLE", "unavailable")
+        assert "send it again" in failed.error.message
         logged = [r for r in caplog.records if r.levelno >= logging.WARNING]
-        assert len(logged) == 1 and logged[0].exc_info is not None, [r.getMessage() for r in logged]
-        assert "No space left" in str(logged[0].exc_info[1])
+        assert len(logged) == 1 and "No space left" in logged[0].getMessage(), [r.getMessage() for r in logged]
         # the match did not move, and the same stream answers the next command once the disk is back
         assert host.actors[match.match_id].seq == first.seq
         disk.broken = False
@@ -125,7 +164,7 @@ def test_a_command_whose_storage_fails_gets_internal_and_the_stream_goes_on(capl
 
 
 def test_act_and_play_answer_the_same_failure_alike() -> None:
-    async def body(host: MatchHost, client: Client, stub: matches_pb2_grpc.MatchesStub) -> None:
+    async def body(host: Buggy, client: Client, stub: matches_pb2_grpc.MatchesStub) -> None:
         match = await client.create_match("spectacular-bid", ["Ana", "Bia"])
         disk = host.storage
         assert isinstance(disk, BrokenDisk)
@@ -145,7 +184,7 @@ def test_act_and_play_answer_the_same_failure_alike() -> None:
 
 @pytest.mark.parametrize("remote", [False, True], ids=["in-process", "worker-process"])
 def test_commands_sent_as_the_match_ends_are_each_answered_once(remote: bool) -> None:
-    async def body(host: MatchHost, client: Client, stub: matches_pb2_grpc.MatchesStub) -> None:
+    async def body(host: Buggy, client: Client, stub: matches_pb2_grpc.MatchesStub) -> None:
         match = await client.create_match("spectacular-bid", ["Ana", "Bia"])
         stream = Stream(stub, match.match_id, match.tokens[0])
         await stream.open()
