@@ -1,9 +1,12 @@
-"""`tablehall dev-cluster`: the Kubernetes topology (k8s/) as separate local processes — N workers, the
-gateway, a Celery worker and one beat — on this machine's PostgreSQL and Redis.
+"""`tablehall dev-cluster`: the Kubernetes topology (k8s/) as separate local processes — N workers on
+leases, the gateway, a Celery worker and one beat — on this machine's PostgreSQL and Redis.
 
-Like the kubelet, it starts a role again when it dies (kill -9 one to watch recovery: the worker reclaims
-its partitions from the log, the Celery task is delivered again or found by the backlog job). Ctrl-C (or
-SIGTERM) stops them all: the gateway first, the workers last. Each role writes to its own log file.
+Like the kubelet, it starts a role again when it dies (kill -9 a worker to watch a takeover: its peers take
+its partitions over when its lease runs out; the Celery task is delivered again or found by the backlog
+job). Lines typed on its standard input change the workers as a Deployment would: `roll` replaces every
+worker, one at a time, the new one joining before the old one drains (maxSurge 1, maxUnavailable 0);
+`scale N` adds workers, or drains the newest ones. Ctrl-C (or SIGTERM) stops them all: the gateway first,
+the workers last. Each role writes to its own log file.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -51,7 +55,7 @@ class Settings:
     database_url: str
     redis_url: str
     metrics_port: int
-    """0: off; else the gateway's /metrics, the workers' on the next ports, then the Celery worker's."""
+    """0: off; else the gateway's /metrics, the Celery worker's on the next port, worker k's on P + 2 + k."""
     celery_concurrency: int
     log_dir: Path
 
@@ -59,11 +63,11 @@ class Settings:
     def dial_host(self) -> str:
         return "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
 
-    def worker_port(self, ordinal: int) -> int:
-        return self.worker_base_port + ordinal
+    def worker_port(self, slot: int) -> int:
+        return self.worker_base_port + slot
 
     def metrics_of(self, index: int) -> int:
-        """/metrics port of role `index` (0 gateway, 1..N workers, N+1 the Celery worker), 0 when off."""
+        """/metrics port of role `index` (0 gateway, 1 the Celery worker, 2 + k worker slot k), 0 when off."""
         return self.metrics_port + index if self.metrics_port else 0
 
     def environment(self) -> dict[str, str]:
@@ -72,12 +76,11 @@ class Settings:
         env.update(
             TABLEHALL_DATABASE_URL=self.database_url,
             TABLEHALL_REDIS_URL=self.redis_url,
-            TABLEHALL_WORKERS=str(self.workers),
-            TABLEHALL_WORKER_ADDRESS=f"{self.dial_host}:{{port}}",
-            TABLEHALL_WORKER_BASE_PORT=str(self.worker_base_port),
             TABLEHALL_METRICS_HOST=self.host,
             PYTHONUNBUFFERED="1",
         )
+        for static in ("TABLEHALL_WORKERS", "TABLEHALL_WORKER_ADDRESS"):  # the workers are found by their leases
+            env.pop(static, None)
         env.pop("TABLEHALL_METRICS_PORT", None)  # each role gets its own port by flag (or none)
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)  # only the Celery worker counts across processes
         return env
@@ -97,21 +100,26 @@ class Role:
     extra_env: tuple[tuple[str, str], ...] = ()
 
 
+def worker_role(settings: Settings, slot: int) -> Role:
+    """Worker slot `slot`: its own port (base + slot), advertised to the others through the lease table."""
+    cli = [sys.executable, "-m", "tablehall.cli"]
+    port, metrics = settings.worker_port(slot), settings.metrics_of(2 + slot)
+    command = [*cli, "worker", f"--host={settings.host}", f"--port={port}"]
+    command += [f"--advertise={settings.dial_host}:{port}", f"--database-url={settings.database_url}"]
+    command += [f"--metrics-port={metrics}"]
+    return Role(f"worker-{slot}", tuple(command), f"{settings.dial_host}:{port}", "serving on", 30.0, metrics)
+
+
 def roles(settings: Settings) -> list[Role]:
     """The roles in start order: workers, gateway, Celery worker, beat (stopped in the reverse order)."""
     cli = [sys.executable, "-m", "tablehall.cli"]
     celery = [sys.executable, "-m", "celery", "--app=ratings"]
     n, host, dial = settings.workers, settings.host, settings.dial_host
-    found: list[Role] = []
-    for k in range(n):
-        port, metrics = settings.worker_port(k), settings.metrics_of(1 + k)
-        command = [*cli, "worker", f"--ordinal={k}", f"--workers={n}", f"--host={host}", f"--port={port}"]
-        command += [f"--database-url={settings.database_url}", f"--metrics-port={metrics}"]
-        found.append(Role(f"worker-{k}", tuple(command), f"{dial}:{port}", "serving on", 30.0, metrics))
-    command = [*cli, "gateway", f"--workers={n}", f"--worker-address={dial}:{{port}}", f"--host={host}"]
+    found = [worker_role(settings, k) for k in range(n)]
+    command = [*cli, "gateway", f"--database-url={settings.database_url}", f"--host={host}"]
     command += [f"--port={settings.port}", f"--metrics-port={settings.metrics_of(0)}"]
     found.append(Role("gateway", tuple(command), f"{dial}:{settings.port}", "serving on", 30.0, settings.metrics_of(0)))
-    metrics = settings.metrics_of(n + 1)
+    metrics = settings.metrics_of(1)
     command = [*celery, "worker", "--loglevel=INFO", f"--concurrency={settings.celery_concurrency}"]
     command += [f"--hostname=tablehall-dev-{settings.port}@%h", "--without-mingle", "--without-gossip"]
     scrape = (("TABLEHALL_METRICS_PORT", str(metrics)), ("PROMETHEUS_MULTIPROC_DIR", str(settings.log_dir / "prom")))
@@ -133,6 +141,8 @@ class Running:
         self.started_at = 0.0
         self.crashes = 0
         self.restart_at: float | None = None
+        self.retired = False
+        """Stopped on purpose (a roll, a scale down): not started again."""
 
     @property
     def pid(self) -> int:
@@ -195,19 +205,27 @@ def describe_exit(code: int) -> str:
 
 
 class Cluster:
-    """Starts the roles, starts a dead one again (with back-off if it keeps dying), stops them all."""
+    """Starts the roles, starts a dead one again (with back-off if it keeps dying), rolls and scales the
+    workers on request, stops them all."""
 
     def __init__(self, settings: Settings, out: IO[str]) -> None:
         self.settings = settings
         self.out = out
-        env = settings.environment()
-        self.running = [Running(r, env, settings.log_dir / f"{r.name}.log") for r in roles(settings)]
+        self.env = settings.environment()
+        self.running = [Running(r, self.env, settings.log_dir / f"{r.name}.log") for r in roles(settings)]
+        self.slots = settings.workers
+        """Worker slots used so far: a new worker takes the next one (its port, its metrics port)."""
+        self.requests: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    @property
+    def workers(self) -> list[Running]:
+        return [r for r in self.running if r.role.name.startswith("worker-") and not r.retired]
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
     def start(self, stop: threading.Event) -> None:
-        """Workers first (the gateway dials them), then the gateway, then the Celery side."""
+        """Workers first (they take the partitions), then the gateway, then the Celery side."""
         n = self.settings.workers
         for tier in (self.running[:n], self.running[n : n + 1], self.running[n + 1 :]):
             for r in tier:
@@ -227,33 +245,92 @@ class Cluster:
 
     def listing(self) -> Iterable[str]:
         for r in self.running:
+            if r.retired:
+                continue
             metrics = f"  metrics {self.settings.dial_host}:{r.role.metrics}" if r.role.metrics else ""
             yield f"  {r.role.name:<14} {r.role.serves or '-':<22} pid {r.pid:<8} log {r.log_path}{metrics}"
 
+    def listen(self, lines: IO[str]) -> None:
+        """Requests typed on standard input (a thread of its own; the supervisor carries them out)."""
+        for line in lines:
+            if line.strip():
+                self.requests.put(line.strip())
+
     def supervise(self, stop: threading.Event) -> None:
         while not stop.wait(POLL_S):
-            now = time.monotonic()
-            for r in self.running:
-                code = r.ended()
-                if code is None:
-                    continue
-                if r.restart_at is None:
-                    young = now - r.started_at < STABLE_S
-                    r.crashes = r.crashes + 1 if young else 0
-                    delay = BACKOFF_S[min(r.crashes - 1, len(BACKOFF_S) - 1)] if young else 0.0
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(r.pid, signal.SIGKILL)  # what is left of its group goes with it
-                    r.restart_at = now + delay
-                    self.say(f"{r.role.name} ended ({describe_exit(code)}); starting it again in {delay:.0f} s")
-                if now >= r.restart_at:
-                    r.start()
-                    self.say(f"{r.role.name} started again, pid {r.pid}")
+            self._restart_dead()
+            with contextlib.suppress(queue.Empty):
+                self._carry_out(self.requests.get_nowait(), stop)
+
+    def _restart_dead(self) -> None:
+        now = time.monotonic()
+        for r in self.running:
+            code = r.ended()
+            if code is None or r.retired:
+                continue
+            if r.restart_at is None:
+                young = now - r.started_at < STABLE_S
+                r.crashes = r.crashes + 1 if young else 0
+                delay = BACKOFF_S[min(r.crashes - 1, len(BACKOFF_S) - 1)] if young else 0.0
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(r.pid, signal.SIGKILL)  # what is left of its group goes with it
+                r.restart_at = now + delay
+                self.say(f"{r.role.name} ended ({describe_exit(code)}); starting it again in {delay:.0f} s")
+            if now >= r.restart_at:
+                r.start()
+                self.say(f"{r.role.name} started again, pid {r.pid}")
+
+    def _carry_out(self, request: str, stop: threading.Event) -> None:
+        words = request.split()
+        try:
+            if words == ["roll"]:
+                self.roll(stop)
+            elif len(words) == 2 and words[0] == "scale" and words[1].isdigit() and int(words[1]) >= 1:
+                self.scale(int(words[1]), stop)
+            else:
+                self.say(f"dev-cluster: {request!r}? type 'roll' or 'scale N' (N ≥ 1)")
+        except RuntimeError as error:
+            self.say(f"dev-cluster: {request} stopped: {error}")
+
+    def roll(self, stop: threading.Event) -> None:
+        """Every worker replaced, one at a time: the new one serves before the old one drains and stops."""
+        for old in self.workers:
+            new = self._add_worker(stop)
+            self._retire(old)
+            self.say(f"rolled {old.role.name} (pid {old.pid}) to {new.role.name} (pid {new.pid})")
+        self.say(f"roll done: {len(self.workers)} workers")
+
+    def scale(self, count: int, stop: threading.Event) -> None:
+        while len(self.workers) < count:
+            new = self._add_worker(stop)
+            self.say(f"added {new.role.name}, pid {new.pid}")
+        while len(self.workers) > count:
+            self._retire(self.workers[-1])
+        self.say(f"scaled to {count} workers")
+
+    def _add_worker(self, stop: threading.Event) -> Running:
+        role = worker_role(self.settings, self.slots)
+        self.slots += 1
+        r = Running(role, self.env, self.settings.log_dir / f"{role.name}.log")
+        self.running.insert(len([x for x in self.running if x.role.name.startswith("worker-")]), r)
+        r.start()
+        self._await_ready(r, stop)
+        return r
+
+    def _retire(self, r: Running) -> None:
+        """SIGTERM: the worker hands its partitions to the others and exits; it is not started again."""
+        r.retired = True
+        r.terminate()
+        r.finish()
+        code = r.ended()
+        self.say(f"{r.role.name} drained and stopped ({describe_exit(code if code is not None else 0)})")
 
     def stop(self) -> None:
-        """The gateway first (no new calls), then the Celery side, then the workers (their matches are in the
-        log for the next start); each with its grace, then SIGKILL."""
-        n = self.settings.workers
-        for tier in (self.running[n : n + 1], self.running[n + 1 :], self.running[:n]):
+        """The gateway first (no new calls), then the Celery side, then the workers (they hand over what
+        they can, and their matches are in the log for the next start); each with its grace, then SIGKILL."""
+        workers = [r for r in self.running if r.role.name.startswith("worker-")]
+        others = [r for r in self.running if r not in workers]
+        for tier in (others[:1], others[1:], workers):
             for r in tier:
                 r.terminate()
             for r in tier:
@@ -345,7 +422,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=int(env.get("TABLEHALL_PORT", "50051")), help="the gateway's")
     parser.add_argument(
         "--worker-base-port", type=int, default=int(env.get("TABLEHALL_WORKER_BASE_PORT", "50061")),
-        help="worker k listens on this + k (TABLEHALL_WORKER_BASE_PORT, default 50061)",
+        help="worker slot k listens on this + k (TABLEHALL_WORKER_BASE_PORT, default 50061)",
     )  # fmt: skip
     parser.add_argument(
         "--database-url", default=env.get("TABLEHALL_DATABASE_URL") or DEFAULT_DATABASE_URL,
@@ -354,7 +431,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis-url", default=env.get("TABLEHALL_REDIS_URL") or DEFAULT_REDIS_URL)
     parser.add_argument(
         "--metrics-port", type=int, default=0,
-        help="P: the gateway's /metrics on P, worker k's on P+1+k, the Celery worker's next (default 0: off)",
+        help="P: the gateway's /metrics on P, the Celery worker's on P+1, worker slot k's on P+2+k (default 0: off)",
     )  # fmt: skip
     parser.add_argument("--celery-concurrency", type=int, default=2, help="the Celery worker's prefork children")
     parser.add_argument("--log-dir", type=Path, default=None, help="one log file per role (default: a temp dir)")
@@ -390,6 +467,8 @@ def run_dev_cluster(args: argparse.Namespace, out: IO[str] | None = None) -> int
         for line in cluster.listing():
             cluster.say(line)
         cluster.say(f"tablehall dev-cluster serving on {settings.dial_host}:{settings.port} (Ctrl-C stops everything)")
+        cluster.say("  type 'roll' to replace every worker one at a time, 'scale N' for N workers")
+        threading.Thread(target=cluster.listen, args=(sys.stdin,), daemon=True).start()
         cluster.supervise(stop)
     except RuntimeError as error:
         print(f"tablehall dev-cluster: {error}", file=sys.stderr)

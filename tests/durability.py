@@ -94,13 +94,15 @@ class Proc:
     """A `tablehall` child process; stdout is drained by a thread (the 'serving on' line is awaited),
     stderr (the log) goes to a file."""
 
-    def __init__(self, name: str, args: list[str], env: dict[str, str], log_dir: Path, port: int = 0) -> None:
+    def __init__(
+        self, name: str, args: list[str], env: dict[str, str], log_dir: Path, port: int = 0, stdin: bool = False
+    ) -> None:
         self.name = name
         self.port = port
         self.log_path = log_dir / f"{name}-{time.monotonic_ns()}.log"
         self._log = self.log_path.open("w")
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "tablehall.cli", *args],
+            [sys.executable, "-m", "tablehall.cli", *args], stdin=subprocess.PIPE if stdin else None,
             stdout=subprocess.PIPE, stderr=self._log, text=True, env=env, cwd=REPO,
         )  # fmt: skip
         self.lines: list[str] = []
@@ -123,6 +125,12 @@ class Proc:
     def log(self) -> str:
         self._log.flush()
         return self.log_path.read_text()
+
+    def type(self, line: str) -> None:
+        """A line on its standard input (started with `stdin=True`), as typed in its terminal."""
+        assert self.popen.stdin is not None
+        self.popen.stdin.write(line + "\n")
+        self.popen.stdin.flush()
 
     async def kill9(self) -> None:
         self.popen.send_signal(signal.SIGKILL)

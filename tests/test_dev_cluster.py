@@ -35,8 +35,9 @@ from tablehall.bots import is_over, run_bot
 from tablehall.client import Client, CreatedMatch
 from tests.durability import Db, Proc, free_ports, normal, run
 from tests.storage_backends import postgres_database
-from workers.partitions import owner_of
+from workers.partitions import partition_of
 from workers.sql import models
+from workers.sql.leases import Board
 
 REDIS_URL = os.environ.get("TABLEHALL_TEST_DEV_CLUSTER_REDIS_URL", "redis://127.0.0.1:6379/12")
 WORKERS = 3
@@ -115,18 +116,35 @@ def alive(pid: int) -> bool:
     return True
 
 
-async def create_spread(client: Client) -> list[tuple[str, CreatedMatch]]:
-    """Matches of both games on every worker: two Spectacular Bid and one 501♠ per ordinal at least."""
+async def owners(url: str, match_ids: list[str]) -> dict[str, int]:
+    """Each match's worker now (the pid in its owner name, from the lease table)."""
+    board = Board(url)
+    try:
+        table = await board.leases()
+    finally:
+        await board.close()
+    found = {}
+    for match_id in match_ids:
+        lease = table.lease(partition_of(match_id))
+        assert lease is not None and lease.owner, (match_id, lease)
+        found[match_id] = int(lease.owner.split("-")[-2])
+    return found
+
+
+async def create_spread(client: Client, url: str) -> list[tuple[str, CreatedMatch]]:
+    """Matches of both games on every worker: two Spectacular Bid and one 501♠ per worker at least."""
     created: list[tuple[str, CreatedMatch]] = []
     for (game, options, seats), wanted in ((SB, 2), (F501, 1)):
-        per_owner: collections.Counter[int] = collections.Counter()
+        mine: list[str] = []
         for i in range(40):
+            per_owner = collections.Counter((await owners(url, mine)).values())
             if len(per_owner) == WORKERS and min(per_owner.values()) >= wanted:
                 break
             players = [f"{game}-{i}-{seat}" for seat in range(seats)]  # new names: one rated game each
             match = await client.create_match(game, players, options)
-            per_owner[owner_of(match.match_id, WORKERS)] += 1
+            mine.append(match.match_id)
             created.append((game, match))
+        per_owner = collections.Counter((await owners(url, mine)).values())
         assert len(per_owner) == WORKERS and min(per_owner.values()) >= wanted, per_owner
     return created
 
@@ -150,11 +168,13 @@ def test_dev_cluster_survives_kill_9_of_a_worker_and_the_celery_worker(
             [f"worker-{k}" for k in range(WORKERS)] + ["gateway", "celery-worker", "celery-beat"]
         ), listed
         async with Client(address) as client:
-            created = await create_spread(client)
+            created = await create_spread(client, scratch_db)
             games = {m.match_id: game for game, m in created}
-            owners = {m.match_id: owner_of(m.match_id, WORKERS) for _, m in created}
-            victim = collections.Counter(owners.values()).most_common(1)[0][0]
-            doomed = {m for m, k in owners.items() if k == victim}
+            held_by = await owners(scratch_db, list(games))
+            victim_pid = collections.Counter(held_by.values()).most_common(1)[0][0]
+            doomed = {m for m, pid in held_by.items() if pid == victim_pid}
+            by_pid = {pids[-1]: name for name, pids in roles.pids().items()}
+            victim = int(by_pid[victim_pid].removeprefix("worker-"))
 
             acked: dict[str, list[tuple[int, int, dict[str, Any]]]] = collections.defaultdict(list)
             latest: dict[str, dict[str, Any]] = {}
@@ -305,3 +325,64 @@ def test_a_busy_port_is_refused(tmp_path: Path) -> None:
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
     assert done.returncode == 2 and f"port {port} on 127.0.0.1 is not free" in done.stderr, done.stderr
+
+
+def test_dev_cluster_rolls_and_scales_its_workers_under_load(scratch_db: str, redis_db: str, tmp_path: Path) -> None:
+    """`roll` and `scale N` typed into the dev-cluster: the workers are replaced one at a time (each new one
+    serving before the old one drains), then scaled to 3 and to 1, while bots play; no match is voided, no
+    player sees an error, and the lease table ends with one worker holding every partition."""
+    base, gateway_port = free_ports(8), free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    args = ["dev-cluster", "--workers=2", f"--port={gateway_port}", f"--worker-base-port={base}"]
+    args += [f"--database-url={scratch_db}", f"--redis-url={redis_db}", f"--log-dir={tmp_path / 'logs'}"]
+    cluster = Proc("dev-cluster", args, env, tmp_path, stdin=True)
+    address = f"127.0.0.1:{gateway_port}"
+
+    def said(text: str) -> Callable[[], bool]:
+        return lambda: any(text in line for line in cluster.lines)
+
+    async def body() -> None:
+        if not await asyncio.to_thread(cluster.serving.wait, START_S) or cluster.popen.poll() is not None:
+            raise AssertionError(f"the dev-cluster did not start: {cluster.lines!r}\n{cluster.log()}")
+        async with Client(address) as client:
+            created = [await client.create_match(SB[0], [f"p{i}a", f"p{i}b"], SB[1]) for i in range(6)]
+            acked: dict[str, list[tuple[int, int, dict[str, Any]]]] = collections.defaultdict(list)
+            bots = [
+                asyncio.create_task(run_bot(
+                    address, m.match_id, token, greedy=False, seed=i, think_s=0.05, max_reconnects=60,
+                    report=lambda seq, action, after, m=m: acked[m.match_id].append((seq, after["seat"], action)),
+                ))
+                for i, m in enumerate(created)
+                for token in m.tokens
+            ]  # fmt: skip
+            cluster.type("roll")
+            await until(said("roll done: 2 workers"), 180, "the roll", lambda: "".join(cluster.lines[-10:]))
+            cluster.type("scale 3")
+            await until(said("scaled to 3 workers"), 120, "scaling up", lambda: "".join(cluster.lines[-10:]))
+            cluster.type("scale 1")
+            await until(said("scaled to 1 workers"), 120, "scaling down", lambda: "".join(cluster.lines[-10:]))
+            finals = await asyncio.wait_for(asyncio.gather(*bots), 150)
+        assert {f["status"] for f in finals} == {"finished"}, [f.get("void_reason") for f in finals]
+        assert said("drained and stopped (exit code 0)")()
+        assert not said("ended (")(), "no worker died: each one stopped was drained"
+        board = Board(scratch_db)
+        try:
+            table = await board.leases()
+        finally:
+            await board.close()
+        assert len({lease.owner for lease in table.partitions.values()}) == 1
+        db = Db(scratch_db)
+        try:
+            for m in created:
+                commands = {e.change: e for e in db.log(m.match_id) if e.kind == "command"}
+                for seq, seat, action in acked[m.match_id]:
+                    assert seq in commands and commands[seq].seat == seat, (m.match_id, seq, action)
+        finally:
+            db.close()
+
+    try:
+        run(body, timeout=600)
+        cluster.popen.send_signal(signal.SIGINT)
+        assert cluster.popen.wait(150) == 0, cluster.log()
+    finally:
+        cluster.stop()
