@@ -140,7 +140,7 @@ class Router:
         `again`, after any unavailability: the call is a read or idempotent)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.hold_s
-        pause = 0.005
+        pause = 0.002
         while True:
             client = cast(WorkerClient | None, self.routes.client(partition))
             if client is not None:
@@ -166,7 +166,7 @@ class Router:
             if left <= 0:
                 raise Unavailable(f"the match's worker is unavailable ({last}); try again") from None
             await self.routes.changed(min(pause, left))
-            pause = min(pause * 2, 0.1)
+            pause = min(pause * 2, 0.05)
 
 
     async def each_worker(

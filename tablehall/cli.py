@@ -71,6 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     messages = bench_kinds.add_parser("messages", help="CPU per streamed gRPC message, server and client")
     messages.add_argument("--messages", type=int, default=40_000, help="round trips in all")
     messages.add_argument("--streams", type=int, default=100)
+    roll = bench_kinds.add_parser("roll", help="every worker replaced one at a time under load: voids, pauses")
+    roll.add_argument("--workers", type=int, default=3)
+    roll.add_argument("--inflight", type=int, default=40, help="matches kept in flight by bots")
+    roll.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
+    failover = bench_kinds.add_parser("failover", help="kill -9 of one worker of three: matches going on")
+    failover.add_argument("--matches", type=int, default=900, help="matches with running clocks, on 3 workers")
+    failover.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
     tables = bench_kinds.add_parser("tables", help="time to schedule N tables in one call (tablehall serve)")
     tables.add_argument("--tables", type=int, default=1000)
     tables.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
@@ -203,13 +210,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 0
         if args.command == "worker" and args.action == "drain":
-            from tablehall.serve import drain_worker
+            from tablehall.worker_role import drain_worker
 
             return drain_worker(args.address)
         if args.command == "worker":
             import asyncio
 
-            from tablehall.serve import run_worker
+            from tablehall.worker_role import run_worker
             from workers.settings import Topology
 
             if args.ordinal is not None:
@@ -256,6 +263,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.kind == "ratings":
                 return bench_ratings(args.database_url, args.matches, args.concurrency)
             return bench_sweep(args.database_url, args.matches, args.overdue)
+        if args.command == "bench" and args.kind in ("roll", "failover"):
+            from tablehall.bench_leases import bench_failover, bench_roll
+
+            if args.kind == "roll":
+                return bench_roll(args.workers, args.inflight, args.database_url)
+            return bench_failover(args.matches, args.database_url)
         if args.command == "bench" and args.kind == "tables":
             from tablehall.bench_tables import bench_tables
 

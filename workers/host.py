@@ -43,6 +43,8 @@ ENDED_CACHE = 10_000
 """Ended matches loaded on demand (reads after a restart or a hand-off) kept in memory, newest used last."""
 ARRIVAL_WAIT_S = 3.0
 """A request for a partition this worker is taking over waits this long at most for it to be served."""
+EXPECT_S = 2.0
+"""A partition announced as coming (`expect`) is waited for this long at most."""
 
 
 @dataclass
@@ -183,6 +185,20 @@ class MatchHost:
         finally:
             if collecting:
                 gc.enable()
+
+    def expect(self, partition: int) -> None:
+        """A peer is about to hand this partition over: hold its requests until it arrives (`acquire`), for
+        `EXPECT_S` at most, instead of refusing them."""
+        if partition in self.held or partition in self.arriving:
+            return
+        event = self.arriving[partition] = asyncio.Event()
+
+        def give_up() -> None:
+            if self.arriving.get(partition) is event:
+                del self.arriving[partition]
+                event.set()
+
+        asyncio.get_running_loop().call_later(EXPECT_S, give_up)
 
     async def release(self, partition: int, moved_to: str = "") -> None:
         """Stop serving a partition (a hand-off): refuse its new requests (`moved_to` says where to go),

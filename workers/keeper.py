@@ -91,7 +91,9 @@ class LeaseKeeper:
         """Join (serving nothing yet), take what the plan gives this worker, then keep the leases."""
         self.host.held.clear()  # not the static share: under leases a worker serves only what it took
         self._loop = asyncio.get_running_loop()
-        await self.storage.join(self.owner, self.address, self.host.clock())
+        sent = time.monotonic()
+        await self.storage.join(self.owner, self.address, self.host.clock())  # the first heartbeat
+        self.host.valid_until = sent + (self.lease_ms - self.settings.beat_ms) / 1000
         await self.tick()
         self._loop.call_soon(self._turn)
         self._thread = threading.Thread(target=self._beat, name="tablehall-heartbeat", daemon=True)
@@ -108,7 +110,9 @@ class LeaseKeeper:
         """The heartbeat thread: renew every beat while the event loop turns. A heartbeat that got through
         extends this worker's leases at once (`host.valid_until`), whatever the loop is doing."""
         assert self._loop is not None
-        while not self._stop.wait(self.settings.beat_ms / 1000):
+        due = time.monotonic()
+        while not self._stop.wait(max(0.0, due - time.monotonic())):
+            due = max(due + self.settings.beat_ms / 1000, time.monotonic())  # a steady cadence, late or not
             if time.monotonic() - self._turned > STUCK_S:
                 continue  # a stuck loop serves nobody: let the leases run out
             try:
@@ -147,12 +151,8 @@ class LeaseKeeper:
             await self._act(table, read_at)
 
     async def tick(self) -> None:
-        """One heartbeat and one round on the table, from the loop (at the start, and in a drain)."""
-        try:
-            await asyncio.to_thread(self._renew)
-        except LeaseLost as error:
-            self._down(str(error))
-            return
+        """One round on a fresh table, from the loop (at the start, and in a drain; the heartbeats are the
+        heartbeat thread's alone)."""
         read_at = time.monotonic()
         self.table = await self.storage.leases()
         self._arm_expiry()
@@ -246,13 +246,15 @@ class LeaseKeeper:
         started = loop.time()
         self.leaving.add(partition)
         try:
+            await self._tell(member.address, partition, held.epoch, expect=True)
             await self.host.release(partition, moved_to=member.address)
-            await self._release({partition: held.epoch})
+            released = self.host.clock()
+            await self._release({partition: held.epoch}, to=to)
         finally:
             self.leaving.discard(partition)
         served = False
         if partition not in self.unreleased:
-            served = await self._tell(member.address, partition, held.epoch + 1)
+            served = await self._tell(member.address, partition, held.epoch + 1, since=released)
         took = loop.time() - started
         metrics.HANDOFFS.labels(kind).inc()
         metrics.HANDOFF_SECONDS.labels(kind).observe(took)
@@ -262,9 +264,10 @@ class LeaseKeeper:
             log.warning("%s released partition %d for %s (%s), which did not confirm: whoever the table gives it "
                         "to takes it", self.owner, partition, to, kind)  # fmt: skip
 
-    async def _release(self, epochs: dict[int, int]) -> None:
+    async def _release(self, epochs: dict[int, int], to: str = "") -> None:
+        """Give these partitions up in the lease table (to worker `to`, or to whoever takes them)."""
         try:
-            await self.storage.release(self.owner, epochs, self.host.clock())
+            await self.storage.release(self.owner, epochs, self.host.clock(), to)
         except Exception as error:
             log.warning("%s: releasing partitions %s failed (%s); trying again", self.owner, sorted(epochs), error)
             self.unreleased.update(epochs)
@@ -272,29 +275,40 @@ class LeaseKeeper:
         for partition in epochs:
             self.unreleased.pop(partition, None)
 
-    async def _tell(self, address: str, partition: int, epoch: int) -> bool:
+    async def _tell(self, address: str, partition: int, epoch: int, expect: bool = False, since: int = 0) -> bool:
+        """Tell the new owner to serve the partition, which the table gives it at `epoch` (`expect`: to
+        hold its requests, it is coming)."""
         channel = self._peers.get(address)
         if channel is None:
             channel = self._peers[address] = grpc.aio.insecure_channel(address)
         try:
             reply = await host_pb2_grpc.MatchHostStub(channel).Take(
-                host_pb2.TakeRequest(partition=partition, epoch=epoch), timeout=self.lease_ms / 1000 * 4
+                host_pb2.TakeRequest(partition=partition, epoch=epoch, expect=expect, since_unix_ms=since),
+                timeout=self.lease_ms / 1000 * 4,
             )
         except grpc.aio.AioRpcError as error:
             log.warning("%s: %s did not take partition %d (%s)", self.owner, address, partition, error.code().name)
             return False
         return bool(reply.serving)
 
-    async def accept(self, partition: int, epoch: int) -> bool:
-        """A peer handed this partition over (just released at `epoch`): take it now."""
+    async def accept(self, partition: int, epoch: int, expect: bool = False, since: int = 0) -> bool:
+        """A peer handed this partition to this worker (the table names it at `epoch`): serve it now.
+        `expect`: it is about to; hold the partition's requests until then."""
         if self.draining:
             return False
-        await self.take({partition: epoch})
+        if expect:
+            self.host.expect(partition)
+            return True
+        async with self.taking:
+            if partition not in self.host.held:
+                self.taken_at[partition] = time.monotonic()
+                await self.host.acquire({partition: epoch}, {partition: since or self.host.clock()})
         return partition in self.host.held
 
     async def drain(self) -> int:
         """Hand every partition to live peers, one at a time, then leave. Returns how many were handed."""
         self.draining = True
+        began = asyncio.get_running_loop().time()
         if self.giving is not None:
             with contextlib.suppress(Exception):
                 await self.giving
@@ -315,7 +329,8 @@ class LeaseKeeper:
             handed += 1
         with contextlib.suppress(Exception):
             await self.storage.set_state(self.owner, MemberState.GONE)
-        log.info("%s drained: %d partitions handed to live peers", self.owner, handed)
+        log.info("%s drained: %d partitions handed to live peers in %.1f s", self.owner, handed,
+                 asyncio.get_running_loop().time() - began)  # fmt: skip
         return handed
 
     def _arm_expiry(self) -> None:

@@ -191,7 +191,9 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
     async def Take(self, request: host_pb2.TakeRequest, context: Context) -> host_pb2.TakeResponse:
         if self.keeper is None:
             raise NotOwner("this worker has static partitions: it takes none over")
-        return host_pb2.TakeResponse(serving=await self.keeper.accept(request.partition, request.epoch))
+        return host_pb2.TakeResponse(
+            serving=await self.keeper.accept(request.partition, request.epoch, request.expect, request.since_unix_ms)
+        )
 
     @edge
     async def Drain(self, request: host_pb2.DrainRequest, context: Context) -> host_pb2.DrainResponse:

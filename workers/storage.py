@@ -118,8 +118,9 @@ class Storage(Protocol):
         claimed are left out."""
         ...
 
-    async def release(self, owner: str, epochs: dict[int, int], now_unix_ms: int) -> None:
-        """Give up these partitions (still `owner`'s at these epochs): owner empty, epoch moved on."""
+    async def release(self, owner: str, epochs: dict[int, int], now_unix_ms: int, to: str = "") -> None:
+        """Give up these partitions (still `owner`'s at these epochs): the epoch moves on, and the owner is
+        empty (for whoever takes them) or worker `to` (a hand-off: it serves them without a claim of its own)."""
         ...
 
     async def set_state(self, owner: str, state: MemberState) -> None: ...
@@ -210,10 +211,10 @@ class MemoryStorage:
             taken[p] = Taken(epoch + 1, alive if previous is not None else None)
         return taken
 
-    async def release(self, owner: str, epochs: dict[int, int], now_unix_ms: int) -> None:
+    async def release(self, owner: str, epochs: dict[int, int], now_unix_ms: int, to: str = "") -> None:
         for p, epoch in epochs.items():
             if self.owners.get(p) == owner and self.epochs.get(p) == epoch:
-                self.epochs[p], self.owners[p], self.since[p] = epoch + 1, "", now_unix_ms
+                self.epochs[p], self.owners[p], self.since[p] = epoch + 1, to, now_unix_ms
 
     async def set_state(self, owner: str, state: MemberState) -> None:
         address, _ = self.members.get(owner, ("", state))

@@ -9,6 +9,7 @@ moves the epoch on, so every write of the previous owner is fenced from then on 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -42,12 +43,15 @@ def join(conn: Connection, owner: str, address: str, now: int) -> None:
     conn.execute(stmt, values)
 
 
+_BEAT = text(
+    "UPDATE workers SET heartbeat_unix_ms = :now WHERE owner = :owner AND state IN ('active', 'draining')"
+)
+"""A heartbeat: one small statement, compiled once (it runs ten times a second in every worker)."""
+
+
 def beat(conn: Connection, owner: str, now: int) -> None:
     w = m.workers
-    alive = (MemberState.ACTIVE.value, MemberState.DRAINING.value)
-    done = conn.execute(
-        update(w).where(w.c.owner == owner, w.c.state.in_(alive)).values(heartbeat_unix_ms=now)
-    )
+    done = conn.execute(_BEAT, {"now": now, "owner": owner})
     if done.rowcount == 0:
         state = conn.execute(select(w.c.state).where(w.c.owner == owner)).scalar()
         raise LeaseLost(f"{owner} is {state or 'unknown'}: it holds no lease")
@@ -122,12 +126,13 @@ def take(conn: Connection, owner: str, expected: dict[int, int], now: int, lease
     return taken
 
 
-def release(conn: Connection, owner: str, epochs: dict[int, int], now: int) -> None:
+def release(conn: Connection, owner: str, epochs: dict[int, int], now: int, to: str = "") -> None:
+    """Give partitions up (`to` empty: for whoever takes them), or hand them to worker `to` directly."""
     p = m.partitions
     for partition, epoch in sorted(epochs.items()):
         conn.execute(
             update(p).where(p.c.partition == partition, p.c.owner == owner, p.c.epoch == epoch)
-            .values(owner="", epoch=epoch + 1, claimed_unix_ms=now)
+            .values(owner=to, epoch=epoch + 1, claimed_unix_ms=now)
         )  # fmt: skip
 
 
@@ -144,16 +149,21 @@ class Board:
     def __init__(self, url: str, *, sqlite_synchronous: str | None = None) -> None:
         self.engine = make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=2, busy_timeout_s=0)
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="tablehall-leases")
+        self._beating: Connection | None = None
+        """The heartbeat thread's own connection, kept open: a heartbeat is one statement, one round trip."""
 
-    def _tx(self, fn: Any, *args: Any) -> Any:
+    def _tx(self, fn: Any, *args: Any, conn: Connection | None = None) -> Any:
         """One transaction. SQLite has one write lock for all processes, and its busy handler sleeps up to
         100 ms between tries while other processes' commits keep taking the lock: a heartbeat waiting
         there could miss its lease. So the lock is tried here every millisecond instead."""
         give_up = time.monotonic() + BUSY_S
         while True:
             try:
-                with self.engine.connect() as conn, conn.begin():
-                    return fn(conn, *args)
+                if conn is not None:
+                    with conn.begin():
+                        return fn(conn, *args)
+                with self.engine.connect() as fresh, fresh.begin():
+                    return fn(fresh, *args)
             except OperationalError as error:
                 if "locked" not in str(error) or time.monotonic() > give_up:
                     raise
@@ -166,8 +176,19 @@ class Board:
         await self._run(join, owner, address, now_unix_ms)
 
     def beat(self, owner: str, now_unix_ms: int) -> None:
-        """Blocking, in the caller's thread (the worker's heartbeat thread) on a connection of the pool."""
-        self._tx(beat, owner, now_unix_ms)
+        """Blocking, in the caller's thread (the worker's heartbeat thread), on that thread's own connection
+        (opened again after a failure)."""
+        if self._beating is None:
+            self._beating = self.engine.connect()
+        try:
+            self._tx(beat, owner, now_unix_ms, conn=self._beating)
+        except LeaseLost:
+            raise
+        except Exception:
+            with contextlib.suppress(Exception):
+                self._beating.close()
+            self._beating = None
+            raise
 
     async def leases(self) -> LeaseTable:
         table: LeaseTable = await self._run(read)
@@ -177,8 +198,8 @@ class Board:
         taken: dict[int, Taken] = await self._run(take, owner, dict(expected), now_unix_ms, lease_ms)
         return taken
 
-    async def release(self, owner: str, epochs: dict[int, int], now_unix_ms: int) -> None:
-        await self._run(release, owner, dict(epochs), now_unix_ms)
+    async def release(self, owner: str, epochs: dict[int, int], now_unix_ms: int, to: str = "") -> None:
+        await self._run(release, owner, dict(epochs), now_unix_ms, to)
 
     async def set_state(self, owner: str, state: MemberState) -> None:
         await self._run(set_state, owner, state)
@@ -188,4 +209,7 @@ class Board:
 
     def _close(self) -> None:
         self._thread.shutdown(wait=True)
+        if self._beating is not None:
+            with contextlib.suppress(Exception):
+                self._beating.close()
         self.engine.dispose()

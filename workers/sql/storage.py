@@ -120,8 +120,8 @@ class SqlStorage:
     async def take(self, owner: str, expected: dict[int, int], now_unix_ms: int, lease_ms: int) -> dict[int, Taken]:
         return await self.board.take(owner, expected, now_unix_ms, lease_ms)
 
-    async def release(self, owner: str, epochs: dict[int, int], now_unix_ms: int) -> None:
-        await self.board.release(owner, epochs, now_unix_ms)
+    async def release(self, owner: str, epochs: dict[int, int], now_unix_ms: int, to: str = "") -> None:
+        await self.board.release(owner, epochs, now_unix_ms, to)
 
     async def set_state(self, owner: str, state: MemberState) -> None:
         await self.board.set_state(owner, state)
