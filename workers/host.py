@@ -20,16 +20,16 @@ import os
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf.json_format import MessageToDict
 
 from protos.tablehall.v1 import host_pb2, matches_pb2
 from workers import metrics
 from workers.actor import MatchActor, unix_ms
-from workers.errors import NotFound, NotOwner
+from workers.errors import NotFound, NotOwner, Unavailable
 from workers.games.catalog import game_named
 from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.errors import MalformedAction
@@ -38,6 +38,7 @@ from workers.storage import FencedOut, MatchEntry, MemoryStorage, Storage, Store
 from workers.voids import VoidReason
 
 log = logging.getLogger("tablehall.worker")
+T = TypeVar("T")
 
 ENDED_CACHE = 10_000
 """Ended matches loaded on demand (reads after a restart or a hand-off) kept in memory, newest used last."""
@@ -95,6 +96,8 @@ class MatchHost:
         self.held: dict[int, Held] = {p: Held(0) for p in range(PARTITIONS) if p % workers == ordinal}
         """The partitions served here. Until `start()` claims them (or a lease keeper takes over) this is
         the static share with epoch 0, which an unclaimed in-memory store accepts."""
+        self.lost: dict[int, asyncio.Future[None]] = {}
+        """Per partition, resolved when it is lost: calls waiting on the store for it stop waiting."""
         self.arriving: dict[int, asyncio.Event] = {}
         """Partitions being taken over: their requests wait for them (ARRIVAL_WAIT_S at most)."""
         self.valid_until: float | None = None
@@ -220,6 +223,9 @@ class MatchHost:
 
     def _drop(self, partition: int) -> None:
         self.held.pop(partition, None)
+        lost = self.lost.pop(partition, None)
+        if lost is not None and not lost.done():
+            lost.set_result(None)
         for table in (self.actors, self.ended):
             for match_id in [m for m, a in table.items() if a.entry.partition == partition]:
                 table.pop(match_id).close()
@@ -256,6 +262,22 @@ class MatchHost:
             raise NotOwner(f"worker {self.owner} does not own match {match_id}: its lease ran out")
         return partition
 
+    async def _while_held(self, partitions: set[int], work: Awaitable[T]) -> T:
+        """`work` (on the store, for these partitions), given up as unavailable if one of them is lost
+        meanwhile: a worker cut off from its database answers now, not when the store would. Only for work
+        that may be sent again (it is idempotent: creating a match, reading one)."""
+        loop = asyncio.get_running_loop()
+        losses = [self.lost.setdefault(p, loop.create_future()) for p in partitions if p in self.held]
+        task = asyncio.ensure_future(work)
+        if not losses:
+            return await task
+        waiting: list[asyncio.Future[Any]] = [task, *losses]
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result()
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        raise Unavailable("this worker lost the match's partition during the call; it may be sent again")
+
     def epoch(self, partition: int) -> int:
         held = self.held.get(partition)
         return held.epoch if held is not None else 0
@@ -271,7 +293,7 @@ class MatchHost:
         return actor
 
     async def _load(self, match_id: str) -> MatchActor:
-        stored = await self.storage.load(match_id)
+        stored = await self._while_held({partition_of(match_id)}, self.storage.load(match_id))
         known = self.actors.get(match_id) or self.ended.get(match_id)  # loaded meanwhile by another request
         if known is not None:
             return known
@@ -326,7 +348,8 @@ class MatchHost:
                 raise MalformedAction(f"match {request.match_id} exists already")
             return host_pb2.HostCreateResponse()
         epoch = self.epoch(entry.partition)
-        actor = await MatchActor.create(entry, self._game(entry), self.storage, epoch, **self._actor_kw())
+        creating = MatchActor.create(entry, self._game(entry), self.storage, epoch, **self._actor_kw())
+        actor = await self._while_held({entry.partition}, creating)
         self.actors[entry.match_id] = actor
         return host_pb2.HostCreateResponse()
 
@@ -350,7 +373,8 @@ class MatchHost:
                 entry.game, entry.players, entry.token_sha256
             ):
                 raise MalformedAction(f"table {index + 1}: match {entry.match_id} exists already, with other seats")
-        await self.storage.create_many(entries, {e.partition: self.epoch(e.partition) for e in entries})
+        writing = self.storage.create_many(entries, {e.partition: self.epoch(e.partition) for e in entries})
+        await self._while_held({e.partition for e in entries}, writing)
         kw = self._actor_kw()
 
         async def open_one(entry: MatchEntry) -> None:

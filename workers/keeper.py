@@ -247,17 +247,15 @@ class LeaseKeeper:
         self.leaving.add(partition)
         try:
             await self._tell(member.address, partition, held.epoch, expect=True)
+            refusing = self.host.clock()
             await self.host.release(partition, moved_to=member.address)
-            released = self.host.clock()
             await self._release({partition: held.epoch}, to=to)
         finally:
             self.leaving.discard(partition)
         served = False
         if partition not in self.unreleased:
-            served = await self._tell(member.address, partition, held.epoch + 1, since=released)
+            served = await self._tell(member.address, partition, held.epoch + 1, since=refusing, kind=kind)
         took = loop.time() - started
-        metrics.HANDOFFS.labels(kind).inc()
-        metrics.HANDOFF_SECONDS.labels(kind).observe(took)
         if served:
             log.debug("%s handed partition %d to %s (%s) in %.1f ms", self.owner, partition, to, kind, took * 1000)
         else:
@@ -275,7 +273,9 @@ class LeaseKeeper:
         for partition in epochs:
             self.unreleased.pop(partition, None)
 
-    async def _tell(self, address: str, partition: int, epoch: int, expect: bool = False, since: int = 0) -> bool:
+    async def _tell(
+        self, address: str, partition: int, epoch: int, expect: bool = False, since: int = 0, kind: str = ""
+    ) -> bool:
         """Tell the new owner to serve the partition, which the table gives it at `epoch` (`expect`: to
         hold its requests, it is coming)."""
         channel = self._peers.get(address)
@@ -283,7 +283,7 @@ class LeaseKeeper:
             channel = self._peers[address] = grpc.aio.insecure_channel(address)
         try:
             reply = await host_pb2_grpc.MatchHostStub(channel).Take(
-                host_pb2.TakeRequest(partition=partition, epoch=epoch, expect=expect, since_unix_ms=since),
+                host_pb2.TakeRequest(partition=partition, epoch=epoch, expect=expect, since_unix_ms=since, kind=kind),
                 timeout=self.lease_ms / 1000 * 4,
             )
         except grpc.aio.AioRpcError as error:
@@ -291,9 +291,10 @@ class LeaseKeeper:
             return False
         return bool(reply.serving)
 
-    async def accept(self, partition: int, epoch: int, expect: bool = False, since: int = 0) -> bool:
-        """A peer handed this partition to this worker (the table names it at `epoch`): serve it now.
-        `expect`: it is about to; hold the partition's requests until then."""
+    async def accept(self, partition: int, epoch: int, expect: bool = False, since: int = 0, kind: str = "") -> bool:
+        """A peer handed this partition to this worker (the table names it at `epoch`): serve it now, and
+        count the hand-off (`kind`; since `since`, when the giver stopped taking its commands). `expect`: it
+        is about to; hold the partition's requests until then."""
         if self.draining:
             return False
         if expect:
@@ -303,6 +304,9 @@ class LeaseKeeper:
             if partition not in self.host.held:
                 self.taken_at[partition] = time.monotonic()
                 await self.host.acquire({partition: epoch}, {partition: since or self.host.clock()})
+                if kind in metrics.HANDOFF_KINDS:
+                    metrics.HANDOFFS.labels(kind).inc()
+                    metrics.HANDOFF_SECONDS.labels(kind).observe(max(0, self.host.clock() - since) / 1000)
         return partition in self.host.held
 
     async def drain(self) -> int:
@@ -316,6 +320,8 @@ class LeaseKeeper:
         handed = 0
         while self.host.held:
             await self.tick()  # a fresh table: peers that joined or died meanwhile
+            if not self.host.held:  # its leases ran out meanwhile: nothing left to hand over
+                break
             table, now = self.table, self.host.clock()
             target = targets(table, now, self.lease_ms) if table is not None else {}
             partition = min(self.host.held)

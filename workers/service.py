@@ -192,7 +192,9 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
         if self.keeper is None:
             raise NotOwner("this worker has static partitions: it takes none over")
         return host_pb2.TakeResponse(
-            serving=await self.keeper.accept(request.partition, request.epoch, request.expect, request.since_unix_ms)
+            serving=await self.keeper.accept(
+                request.partition, request.epoch, request.expect, request.since_unix_ms, request.kind
+            )
         )
 
     @edge
