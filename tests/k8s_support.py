@@ -117,3 +117,21 @@ def config_env(objs: list[Obj], c: Obj) -> dict[str, str]:
 def expand(value: str, env: dict[str, str]) -> str:
     """Kubernetes' $(VAR) expansion in args, from the container's environment."""
     return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m[1], m[0]), value)
+
+
+def pod_env(objs: list[Obj], c: Obj, fields: dict[str, str], secrets: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment Kubernetes gives the container: its ConfigMaps (envFrom), then each `env` entry in order,
+    a `value` with $(VAR) expanded from the entries before it, a downward-API `fieldRef` from `fields`
+    (fieldPath -> value) and a `secretKeyRef` from `secrets` (variable -> value; left out if absent there)."""
+    env = config_env(objs, {"name": c["name"], "envFrom": c.get("envFrom", [])})
+    for item in c.get("env", []):
+        name, source = item["name"], item.get("valueFrom", {})
+        if "value" in item:
+            env[name] = expand(str(item["value"]), env)
+        elif "fieldRef" in source:
+            path = source["fieldRef"]["fieldPath"]
+            assert path in fields, f"container {c['name']}: {name} comes from {path}, which the test does not give"
+            env[name] = fields[path]
+        elif "secretKeyRef" in source and secrets is not None and name in secrets:
+            env[name] = secrets[name]
+    return env

@@ -97,7 +97,10 @@ def test_prometheus_scrapes_the_service_and_counts_active_matches(served: Served
     # the alert rules load and evaluate against the live series
     rules = json.load(urllib.request.urlopen(f"{prometheus}/api/v1/rules", timeout=5))
     names = {r["name"] for g in rules["data"]["groups"] for r in g["rules"]}
-    assert names == {"TablehallVoidsRising", "TablehallTimerLate", "TablehallNoSweep", "TablehallRatingLagHigh"}
+    assert names == {
+        "TablehallVoidsRising", "TablehallTimerLate", "TablehallNoSweep", "TablehallRatingLagHigh",
+        "TablehallHandoffSlow", "TablehallLeaseLosses",
+    }  # fmt: skip
 
 
 def test_the_alert_rules_pass_their_promtool_unit_tests(tmp_path: Path) -> None:
@@ -110,15 +113,26 @@ def test_the_alert_rules_pass_their_promtool_unit_tests(tmp_path: Path) -> None:
     firing = set(re.findall(r"alertname: (\w+)\n\s+exp_alerts:\n\s+- exp_labels:", ALERTS_TEST.read_text()))
     quiet = set(re.findall(r"alertname: (\w+)\n\s+exp_alerts: \[\]", ALERTS_TEST.read_text()))
     alerts = set(re.findall(r"- alert: (\w+)", ALERTS.read_text()))
-    assert len(alerts) == 4 and firing == alerts and quiet == alerts
+    assert len(alerts) == 6 and firing == alerts and quiet == alerts
     # and the tests can fail: the same tests against rules with a threshold moved do fail
     broken = tmp_path / "alerts.yaml"
-    broken.write_text(ALERTS.read_text().replace("> 0.5", "> 5"))
     (tmp_path / "alerts_test.yaml").write_text(ALERTS_TEST.read_text())
+    broken.write_text(ALERTS.read_text().replace("> 0.5", "> 5"))
     failed = subprocess.run(
         [promtool, "test", "rules", str(tmp_path / "alerts_test.yaml")], capture_output=True, text=True, timeout=60
     )
     assert failed.returncode != 0 and "TablehallTimerLate" in failed.stdout + failed.stderr
+    # ...and a slow-hand-off alert on the p99 (held for a few minutes) misses the single slow hand-off
+    rules = yaml.safe_load(ALERTS.read_text())
+    (slow,) = [r for g in rules["groups"] for r in g["rules"] if r["alert"] == "TablehallHandoffSlow"]
+    slow["expr"] = "histogram_quantile(0.99, sum by (le, kind) (rate(tablehall_handoff_seconds_bucket[5m]))) > 1"
+    slow["for"] = "2m"
+    broken.write_text(yaml.safe_dump(rules, allow_unicode=True))
+    failed = subprocess.run(
+        [promtool, "test", "rules", str(tmp_path / "alerts_test.yaml")], capture_output=True, text=True, timeout=60
+    )
+    out = failed.stdout + failed.stderr
+    assert failed.returncode != 0 and "alertname: TablehallHandoffSlow, time: 22m" in out, out
 
 
 def test_the_dashboard_names_only_exported_series(exported: set[str]) -> None:
@@ -128,17 +142,26 @@ def test_the_dashboard_names_only_exported_series(exported: set[str]) -> None:
     assert exprs and all(METRIC.search(e) for e in exprs)
     used = {name for e in exprs for name in METRIC.findall(e)}
     assert used <= exported, used - exported
-    wanted = ("timer_lateness", "matches_voided", "command_duration", "matches_active", "service_faults")
+    wanted = (
+        "timer_lateness", "matches_voided", "command_duration", "matches_active", "service_faults",
+        "partitions_owned", "handoffs_total", "handoff_seconds", "lease_losses",
+    )  # fmt: skip
     for metric in wanted:  # the panels an operator needs first
         assert any(f"tablehall_{metric}" in e for e in exprs), metric
     assert len(set(titles)) == len(titles)
 
 
-def test_the_alerts_name_only_exported_series(exported: set[str]) -> None:
+def test_the_alerts_name_only_exported_series(served: Served, exported: set[str]) -> None:
     exprs = [rule["expr"] for group in yaml.safe_load(ALERTS.read_text())["groups"] for rule in group["rules"]]
-    assert len(exprs) == 4
+    assert len(exprs) == 6
     used = {name for e in exprs for name in METRIC.findall(e)}
     assert used and used <= exported, used - exported
+    # a bucket an alert picks (le="1.0": the tolerance) is one the histogram has, spelt as exported
+    scraped = served.samples()
+    buckets = {(name, le) for e in exprs for name, le in re.findall(r'(tablehall_\w+_bucket)\{le="([^"]+)"\}', e)}
+    assert buckets
+    for name, le in buckets:
+        assert any(n == name and dict(labels).get("le") == le for n, labels in scraped), (name, le)
 
 
 def test_the_name_check_can_fail(exported: set[str]) -> None:
@@ -155,6 +178,8 @@ BORN_LATE = {  # counter panels → their counter, the labels of a series born a
     "Matches finished by game and reason (per 5m)": (
         "tablehall_matches_finished_total", 'game="501", reason="score"', 'game="501", reason="time"'
     ),
+    "Partition hand-offs by kind (per 5m)": ("tablehall_handoffs_total", 'kind="rebalance"', 'kind="crash"'),
+    "Lease losses by reason (per 5m)": ("tablehall_lease_losses_total", 'reason="expired"', 'reason="down"'),
 }
 
 
