@@ -333,6 +333,7 @@ class LeaseKeeper:
                 break
             await self.hand_off(partition, target[partition], "drain")
             handed += 1
+        self._stop.set()  # it holds nothing: no more heartbeats (a "gone" worker's would be refused)
         with contextlib.suppress(Exception):
             await self.storage.set_state(self.owner, MemberState.GONE)
         log.info("%s drained: %d partitions handed to live peers in %.1f s", self.owner, handed,
@@ -364,7 +365,7 @@ class LeaseKeeper:
             self.host.lose(partition, "lease ran out")
 
     def _down(self, why: str) -> None:
-        if self.down:
+        if self.down or (self.draining and not self.host.held):  # it left on purpose
             return
         self.down = True
         self._stop.set()
