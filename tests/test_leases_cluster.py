@@ -167,3 +167,48 @@ def test_a_gateway_killed_mid_commands_freezes_no_match(pg_url: str, tmp_path: P
 
 def _moves(view: dict[str, Any]) -> list[dict[str, Any]]:
     return [a for a in view.get("legal", []) if a["do"] != "resign"]
+
+
+def test_sweeps_find_a_matchs_worker_by_its_lease(pg_url: str, tmp_path: Path) -> None:
+    """The timeout sweep reaches a match's worker through the lease table: a live one is asked to settle the
+    overdue deadline (and answers); once that worker is killed and nobody holds its partition, the sweep
+    voids the match `owner_unreachable`. Time is injected into the sweep (`now`), not waited for."""
+    from ratings.owners import over_leases
+    from ratings.settings import engine_for
+    from ratings.sweep import sweep_once
+
+    async def body() -> None:
+        async with fleet(pg_url, tmp_path, 1) as f:
+            async with Client(f.address) as client:
+                created = [await client.create_match("spectacular-bid", ["Ana", "Bia"], {"bank_s": 10, "delay_s": 0})
+                           for _ in range(2)]  # fmt: skip
+                for m in created:
+                    for token in m.tokens:
+                        await client.seat(m.match_id, token).act({"do": "ready"})  # its clock runs
+            engine = engine_for(pg_url)
+            later = unix_ms() + 60_000  # past every bank and the grace
+            async with over_leases(pg_url) as settle:
+                report = await sweep_once(engine, settle, now=later)
+            assert (report.found, report.settled, report.voided) == (2, 2, {}), report
+            db = Db(pg_url)
+            try:
+                # the live owner was asked and answered: its own timer decides, by its own clock (the deadline
+                # has not come for it yet): nothing is voided by the sweep
+                assert {db.match_row(m.match_id).status for m in created} == {"in_progress"}
+            finally:
+                db.close()
+            async with Client(f.address) as client:
+                third = await client.create_match("spectacular-bid", ["Cy", "Di"], {"bank_s": 10, "delay_s": 0})
+                for token in third.tokens:
+                    await client.seat(third.match_id, token).act({"do": "ready"})
+            await f.kill9(f.workers[0])
+            give_up = unix_ms() + 30_000
+            while (await f.table()).holder(0, unix_ms(), f.lease_ms) is not None:
+                assert unix_ms() < give_up
+                await asyncio.sleep(0.05)
+            async with over_leases(pg_url) as settle:
+                report = await sweep_once(engine, settle, now=unix_ms() + 60_000)
+            assert report.voided == {"owner_unreachable": 3}, report  # its three matches, nobody to ask
+            engine.dispose()
+
+    run(body, timeout=120)
