@@ -16,7 +16,6 @@ import contextlib
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from tablehall.preflight import DevClusterError, preflight
+
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/tablehall_dev"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 START_TIMEOUT_S = 60.0
@@ -36,10 +37,6 @@ BACKOFF_S = (0.0, 1.0, 2.0, 5.0, 10.0, 30.0)
 STABLE_S = 30.0
 """A role that ran this long before it died is started again at once."""
 EXIT_SETTINGS = 2
-
-
-class DevClusterError(Exception):
-    """A setting or a service the cluster needs is wrong or missing (exit 2, nothing started)."""
 
 
 class Interrupted(Exception):
@@ -335,84 +332,6 @@ class Cluster:
                 r.terminate()
             for r in tier:
                 r.finish()
-
-
-def preflight(settings: Settings) -> None:
-    """Clear errors before anything starts: bad numbers, busy ports, an unreachable Redis or database."""
-    if settings.workers < 1:
-        raise DevClusterError("--workers must be at least 1")
-    if settings.celery_concurrency < 1:
-        raise DevClusterError("--celery-concurrency must be at least 1")
-    if settings.database_url == "memory":
-        raise DevClusterError("the roles are separate processes: they need a shared database, not 'memory'")
-    ports = [settings.port, *(settings.worker_port(k) for k in range(settings.workers))]
-    if settings.metrics_port:
-        ports += [settings.metrics_of(i) for i in range(settings.workers + 2)]
-    for port in ports:
-        _port_free(settings.host, port)
-    _redis_reachable(settings.redis_url)
-    _database_ready(settings.database_url)
-
-
-def _port_free(host: str, port: int) -> None:
-    if not 0 < port < 65536:
-        raise DevClusterError(f"port {port} is out of range")
-    with socket.socket() as probe:
-        try:
-            probe.bind((host, port))
-        except OSError as error:
-            raise DevClusterError(f"port {port} on {host} is not free ({error.strerror}): choose other ports") from None
-
-
-def _redis_reachable(url: str) -> None:
-    import redis
-
-    try:
-        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
-    except (redis.RedisError, ValueError) as error:
-        raise DevClusterError(f"Redis is not reachable at {url}: {error}") from None
-
-
-def _database_ready(url: str) -> None:
-    """Create the PostgreSQL database when it does not exist yet, then migrate it once (the workers would
-    each do it, taking turns on a lock)."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-
-    from workers.sql.migrate import migrate
-
-    try:
-        parsed = make_url(url)
-    except ArgumentError as error:
-        raise DevClusterError(f"not a database URL: {url!r} ({error})") from None
-    shown = parsed.render_as_string(hide_password=True)
-    if parsed.get_backend_name() == "postgresql":
-        _create_postgres_database(parsed.render_as_string(hide_password=False), shown)
-    try:
-        migrate(url)
-    except SQLAlchemyError as error:
-        raise DevClusterError(f"cannot prepare the database {shown}: {error}") from None
-
-
-def _create_postgres_database(url: str, shown: str) -> None:
-    import psycopg
-    from psycopg import sql
-    from sqlalchemy.engine import make_url
-
-    target = make_url(url)
-    dsn = target.set(drivername="postgresql").render_as_string(hide_password=False)
-    try:
-        psycopg.connect(dsn, connect_timeout=5).close()
-        return
-    except psycopg.OperationalError as error:
-        if "does not exist" not in str(error):
-            raise DevClusterError(f"PostgreSQL is not reachable for {shown}: {error}") from None
-    admin = target.set(drivername="postgresql", database="postgres").render_as_string(hide_password=False)
-    try:
-        with psycopg.connect(admin, autocommit=True, connect_timeout=5) as connection:
-            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(str(target.database))))
-    except psycopg.Error as error:
-        raise DevClusterError(f"cannot create the database of {shown}: {error}") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,22 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
-import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from protos.tablehall.v1 import matches_pb2
 from workers import metrics
 from workers.commitments import Commitment
-from workers.errors import NotFinished, NotOwner, NotStarted, NotYourSeat, Unauthenticated, Unavailable
+from workers.errors import NotOwner, NotStarted, NotYourSeat, Unavailable
 from workers.games.engine import JSON, Game, Millis, Seat
-from workers.games.errors import MalformedAction
 from workers.games.records import Match
 from workers.mailbox import Mailbox
+from workers.published import Published
 from workers.replay_log import Position, changes, fresh
 from workers.shuffle import shuffled
 from workers.storage import FencedOut, LogEntry, MatchEntry, Progress, Snapshot, Storage, Stored
@@ -47,7 +44,7 @@ def unix_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class MatchActor:
+class MatchActor(Published):
     def __init__(
         self,
         entry: MatchEntry,
@@ -62,11 +59,9 @@ class MatchActor:
         on_finished: Callable[[str], None] | None = None,
         on_ended: Callable[[str], None] | None = None,
     ) -> None:
-        self.entry = entry
-        self.game = game
+        super().__init__(entry, game, position)
         self.storage = storage
         self.epoch = epoch
-        self.position = position
         self.clock = clock
         self.tolerance_ms = tolerance_ms
         self.on_fenced = on_fenced
@@ -74,16 +69,11 @@ class MatchActor:
         """Called with the match id once a result is logged (not a void): enqueues its rating."""
         self.on_ended = on_ended
         """Called with the match id once the match is over, result or void (tournament rounds)."""
-        self.snapshots: list[Match] = [position.match] if position.change else []
-        self.first_seq = max(1, position.change)
-        self.views: dict[tuple[int, Seat | None], str] = {}
         self.mailbox = Mailbox()
         self.stale = False
         """The log may hold changes memory lacks (a write whose outcome is unknown): catch up first."""
-        self.watchers: set[asyncio.Event] = set()
         self.timer: asyncio.TimerHandle | None = None
         self.firing: set[asyncio.Task[None]] = set()
-        self.closed = False
 
     @classmethod
     async def create(
@@ -115,22 +105,6 @@ class MatchActor:
         return cls(stored.entry, game, storage, epoch, position, **kw)
 
     @property
-    def match(self) -> Match:
-        return self.position.match
-
-    @property
-    def seq(self) -> int:
-        return self.position.change
-
-    @property
-    def match_id(self) -> str:
-        return self.entry.match_id
-
-    @property
-    def commitments(self) -> list[Commitment]:
-        return self.position.commitments
-
-    @property
     def scheduled(self) -> bool:
         """Held until its start: nothing dealt, no clock running, no command taken."""
         return self.seq == 0 and not self.closed
@@ -157,14 +131,6 @@ class MatchActor:
         when = datetime.fromtimestamp(starts / 1000, UTC).isoformat(timespec="milliseconds")
         wait = max(0, starts - self.clock()) / 1000
         return f"match {self.match_id} is scheduled: it starts at {when} (in {wait:.1f} s); nothing is dealt yet"
-
-    def seat_of(self, token_sha256: bytes) -> Seat:
-        if not token_sha256:
-            raise Unauthenticated("this needs a seat token: send it as 'authorization: Bearer <token>'")
-        for seat, known in enumerate(self.entry.token_sha256):
-            if secrets.compare_digest(known, token_sha256):
-                return Seat(seat)
-        raise Unauthenticated(f"that token is not a seat of match {self.match_id}")
 
     async def command(
         self, token_sha256: bytes, claimed: int | None, action: dict[str, JSON], arrival_unix_ms: int
@@ -212,71 +178,6 @@ class MatchActor:
             return await work()
 
         return await self.mailbox.run(turn)
-
-    def view_json(self, seat: Seat | None, seq: int) -> str:
-        """A seat's view at `seq` as sent on the wire; the newest are cached (the reply and the stream share)."""
-        key = (seq, seat)
-        cached = self.views.get(key)
-        if cached is None:
-            view = self.game.view(self.at(seq).state, seat)
-            cached = json.dumps(view.to_json(), separators=(",", ":"))
-            if seq >= self.seq - 1:
-                self.views[key] = cached
-        return cached
-
-    def at(self, seq: int) -> Match:
-        """The match as published at change `seq` (0: as created, before its start)."""
-        return self.position.match if seq == 0 == self.seq else self.snapshots[seq - self.first_seq]
-
-    def update(self, seat: Seat | None, seq: int) -> matches_pb2.Update:
-        snapshot = self.at(seq)
-        published = self.commitments[: len(snapshot.deals)]
-        update = matches_pb2.Update(
-            match_id=self.match_id,
-            seq=seq,
-            seat=seat,
-            view_json=self.view_json(seat, seq),
-            commitments=[matches_pb2.Commitment(deal=i, sha256=c.sha256) for i, c in enumerate(published)],
-            over=snapshot.over,
-        )
-        if seq == 0:
-            update.starts_unix_ms = self.entry.created_unix_ms
-        return update
-
-    async def watch(self, token_sha256: bytes, after_seq: int) -> AsyncIterator[matches_pb2.Update]:
-        """The caller's view after every change past `after_seq`; ends after the match ends."""
-        seat = self.seat_of(token_sha256) if token_sha256 else None
-        if after_seq > self.seq:
-            raise MalformedAction(f"after_seq {after_seq} is ahead of the match, which is at {self.seq}")
-        if after_seq + 1 < self.first_seq:
-            await self._serially(self._rebuild_history)
-        wake = asyncio.Event()
-        self.watchers.add(wake)
-        try:
-            next_seq = after_seq + 1
-            while not self.closed:
-                while next_seq <= self.seq:
-                    yield self.update(seat, next_seq)
-                    next_seq += 1
-                if self.snapshots and self.snapshots[-1].over:
-                    return
-                wake.clear()
-                if next_seq > self.seq:
-                    await wake.wait()
-        finally:
-            self.watchers.discard(wake)
-        # closed before the match ended (shutdown, or fenced out): a retryable error, not the stream's end
-        raise Unavailable(f"this worker no longer serves match {self.match_id}; resume after seq {next_seq - 1}")
-
-    def record(self) -> dict[str, JSON]:
-        if not self.match.over:
-            raise NotFinished(f"match {self.match_id} is still being played: its record is shown when it ends")
-        record = self.match.record()
-        record["match_id"] = self.match_id
-        record["commitments"] = [
-            {"deal": i, "salt": c.salt.hex(), "sha256": c.sha256} for i, c in enumerate(self.commitments)
-        ]
-        return record
 
     def progress(self, match: Match) -> Progress:
         """What the match table records besides the log: status, void reason, the next deadline."""
@@ -407,12 +308,8 @@ class MatchActor:
             return False
         return all(held.get(e.seq) == e for e in entries)
 
-    def _publish(self) -> None:
-        for key in [k for k in self.views if k[0] < self.seq - 1]:
-            del self.views[key]
-        self.snapshots.append(self.match)
-        for wake in self.watchers:
-            wake.set()
+    async def history(self) -> None:
+        await self._serially(self._rebuild_history)
 
     async def _rebuild_history(self) -> None:
         """A watcher resumes from before this worker recovered the match: replay the whole log."""

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from google.protobuf.json_format import MessageToDict
 
 from protos.tablehall.v1 import host_pb2, matches_pb2
-from workers import metrics
+from workers import metrics, tables
 from workers.actor import MatchActor, unix_ms
 from workers.errors import NotFound, NotOwner, Unavailable
 from workers.games.catalog import game_named
@@ -181,7 +181,7 @@ class MatchHost:
                 game = game_named(stored.entry.game)
                 assert game is not None
                 epoch = epochs[stored.entry.partition]
-                actor = MatchActor.restore(stored, game, self.storage, epoch, **self._actor_kw())
+                actor = MatchActor.restore(stored, game, self.storage, epoch, **self.actor_kw())
                 self.actors[actor.match_id] = actor
                 restored.append((actor, stored))
             return restored
@@ -230,7 +230,7 @@ class MatchHost:
             for match_id in [m for m, a in table.items() if a.entry.partition == partition]:
                 table.pop(match_id).close()
 
-    def _actor_kw(self) -> dict[str, object]:
+    def actor_kw(self) -> dict[str, object]:
         return {
             "tolerance_ms": self.tolerance_ms, "on_fenced": self._fenced, "on_finished": self.on_finished,
             "on_ended": self.on_ended, "clock": self.clock,
@@ -249,7 +249,7 @@ class MatchHost:
         where = f"; it moved to {moved_to}" if moved_to else ""
         return NotOwner(f"worker {self.owner} does not own match {match_id}{where}", moved_to)
 
-    async def _owned(self, match_id: str) -> int:
+    async def owned(self, match_id: str) -> int:
         """The match's partition, if this worker serves it now (a partition being taken over is waited for)."""
         partition = partition_of(match_id)
         if partition not in self.held and partition in self.arriving:
@@ -262,7 +262,7 @@ class MatchHost:
             raise NotOwner(f"worker {self.owner} does not own match {match_id}: its lease ran out")
         return partition
 
-    async def _while_held(self, partitions: set[int], work: Awaitable[T]) -> T:
+    async def while_held(self, partitions: set[int], work: Awaitable[T]) -> T:
         """`work` (on the store, for these partitions), given up as unavailable if one of them is lost
         meanwhile: a worker cut off from its database answers now, not when the store would. Only for work
         that may be sent again (it is idempotent: creating a match, reading one)."""
@@ -284,7 +284,7 @@ class MatchHost:
 
     async def actor(self, match_id: str) -> MatchActor:
         """The match's actor: a live one, or an ended one loaded from the log (NotFound if none)."""
-        await self._owned(match_id)
+        await self.owned(match_id)
         actor = self.actors.get(match_id) or self.ended.get(match_id)
         if actor is None:
             actor = await self._load(match_id)
@@ -293,7 +293,7 @@ class MatchHost:
         return actor
 
     async def _load(self, match_id: str) -> MatchActor:
-        stored = await self._while_held({partition_of(match_id)}, self.storage.load(match_id))
+        stored = await self.while_held({partition_of(match_id)}, self.storage.load(match_id))
         known = self.actors.get(match_id) or self.ended.get(match_id)  # loaded meanwhile by another request
         if known is not None:
             return known
@@ -301,7 +301,7 @@ class MatchHost:
             raise NotFound(f"no match {match_id!r}")
         game = game_named(stored.entry.game)
         assert game is not None
-        actor = MatchActor.restore(stored, game, self.storage, self.epoch(stored.entry.partition), **self._actor_kw())
+        actor = MatchActor.restore(stored, game, self.storage, self.epoch(stored.entry.partition), **self.actor_kw())
         if actor.match.over:
             self.ended[match_id] = actor
             while len(self.ended) > ENDED_CACHE:
@@ -311,9 +311,9 @@ class MatchHost:
             await actor.resume()
         return actor
 
-    async def _entry(self, request: host_pb2.HostCreateRequest) -> MatchEntry:
+    async def entry_of(self, request: host_pb2.HostCreateRequest) -> MatchEntry:
         """A validated new match (owned partition, known game, seats, names, tokens, the engine's options)."""
-        partition = await self._owned(request.match_id)
+        partition = await self.owned(request.match_id)
         game = game_named(request.game)
         if game is None:
             raise MalformedAction(f"unknown game {request.game!r}: spectacular-bid or 501")
@@ -331,7 +331,7 @@ class MatchHost:
             request.created_unix_ms, lot, partition,
         )
 
-    def _game(self, entry: MatchEntry) -> Game[Any, Any, Any]:
+    def game_of(self, entry: MatchEntry) -> Game[Any, Any, Any]:
         game = game_named(entry.game)
         assert game is not None
         return game
@@ -339,7 +339,7 @@ class MatchHost:
     async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse:
         """Create a match. Sent again (its answer lost, its partition moved meanwhile) it is found with the
         same seats and accepted: creating is idempotent per match id."""
-        entry = await self._entry(request)
+        entry = await self.entry_of(request)
         known = self.actors.get(request.match_id)
         if known is not None:
             if (known.entry.game, known.entry.players, known.entry.token_sha256) != (
@@ -348,67 +348,19 @@ class MatchHost:
                 raise MalformedAction(f"match {request.match_id} exists already")
             return host_pb2.HostCreateResponse()
         epoch = self.epoch(entry.partition)
-        creating = MatchActor.create(entry, self._game(entry), self.storage, epoch, **self._actor_kw())
-        actor = await self._while_held({entry.partition}, creating)
+        creating = MatchActor.create(entry, self.game_of(entry), self.storage, epoch, **self.actor_kw())
+        actor = await self.while_held({entry.partition}, creating)
         self.actors[entry.match_id] = actor
         return host_pb2.HostCreateResponse()
 
     async def create_tables(self, request: host_pb2.HostCreateTablesRequest) -> host_pb2.HostTablesResponse:
-        """Every table validated before any is written, then all in one transaction (see host.proto).
-        A match id already here with the same game, players and tokens is a retried batch: accepted."""
-        entries: list[MatchEntry] = []
-        seen: set[str] = set()
-        for index, table in enumerate(request.tables):
-            try:
-                entry = await self._entry(table)
-            except MalformedAction as error:
-                raise MalformedAction(f"table {index + 1} ({table.match_id}): {error}") from None
-            if entry.match_id in seen:
-                raise MalformedAction(f"table {index + 1}: match id {entry.match_id} twice in the batch")
-            seen.add(entry.match_id)
-            known = self.actors.get(entry.match_id) or self.ended.get(entry.match_id)
-            if known is None:
-                entries.append(entry)
-            elif (known.entry.game, known.entry.players, known.entry.token_sha256) != (
-                entry.game, entry.players, entry.token_sha256
-            ):
-                raise MalformedAction(f"table {index + 1}: match {entry.match_id} exists already, with other seats")
-        writing = self.storage.create_many(entries, {e.partition: self.epoch(e.partition) for e in entries})
-        await self._while_held({e.partition for e in entries}, writing)
-        kw = self._actor_kw()
-
-        async def open_one(entry: MatchEntry) -> None:
-            epoch = self.epoch(entry.partition)
-            self.actors[entry.match_id] = await MatchActor.opened(entry, self._game(entry), self.storage, epoch, **kw)
-
-        await asyncio.gather(*(open_one(entry) for entry in entries))
-        return await self._states([t.match_id for t in request.tables])
+        return await tables.create(self, request)
 
     async def start_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
-        """Start these held matches now (their time counts from now); started ones are left alone."""
-        actors = [await self.actor(match_id) for match_id in request.match_ids]
-        now = self.clock()
-        await asyncio.gather(*(actor.start(now) for actor in actors if actor.scheduled))
-        return await self._states(list(request.match_ids))
+        return await tables.start(self, request)
 
     async def cancel_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
-        """Void these matches (a batch that could not be created everywhere); unknown ids are skipped."""
-        reason = request.reason or VoidReason.CANCELLED
-        for match_id in request.match_ids:
-            await self._owned(match_id)
-        known = [self.actors[m] for m in request.match_ids if m in self.actors]
-        await asyncio.gather(*(a.void(reason, Millis(self.clock() - a.entry.created_unix_ms)) for a in known))
-        return await self._states([a.match_id for a in known])
-
-    async def _states(self, match_ids: list[str]) -> host_pb2.HostTablesResponse:
-        states = []
-        for match_id in match_ids:
-            actor = await self.actor(match_id)
-            status = "scheduled" if actor.scheduled else actor.progress(actor.match).status
-            states.append(host_pb2.HostTableState(
-                match_id=match_id, status=status, starts_unix_ms=actor.entry.created_unix_ms
-            ))
-        return host_pb2.HostTablesResponse(tables=states)
+        return await tables.cancel(self, request)
 
     async def command(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
         started = time.perf_counter()

@@ -1,0 +1,77 @@
+"""Many tables on one worker (bulk tables, tournament rounds; the gateway's side is
+gateway/tournaments/tables.py): every table of the share validated before any is written, all written in
+one transaction, idempotent per match id; started now; voided when the batch could not be made everywhere."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from protos.tablehall.v1 import host_pb2
+from workers.actor import MatchActor
+from workers.games.engine import Millis
+from workers.games.errors import MalformedAction
+from workers.storage import MatchEntry
+from workers.voids import VoidReason
+
+if TYPE_CHECKING:
+    from workers.host import MatchHost
+
+
+async def create(host: MatchHost, request: host_pb2.HostCreateTablesRequest) -> host_pb2.HostTablesResponse:
+    """Every table validated before any is written, then all in one transaction (see host.proto).
+    A match id already here with the same game, players and tokens is a retried batch: accepted."""
+    entries: list[MatchEntry] = []
+    seen: set[str] = set()
+    for index, table in enumerate(request.tables):
+        try:
+            entry = await host.entry_of(table)
+        except MalformedAction as error:
+            raise MalformedAction(f"table {index + 1} ({table.match_id}): {error}") from None
+        if entry.match_id in seen:
+            raise MalformedAction(f"table {index + 1}: match id {entry.match_id} twice in the batch")
+        seen.add(entry.match_id)
+        known = host.actors.get(entry.match_id) or host.ended.get(entry.match_id)
+        if known is None:
+            entries.append(entry)
+        elif (known.entry.game, known.entry.players, known.entry.token_sha256) != (
+            entry.game, entry.players, entry.token_sha256
+        ):
+            raise MalformedAction(f"table {index + 1}: match {entry.match_id} exists already, with other seats")
+    writing = host.storage.create_many(entries, {e.partition: host.epoch(e.partition) for e in entries})
+    await host.while_held({e.partition for e in entries}, writing)
+    kw = host.actor_kw()
+
+    async def open_one(entry: MatchEntry) -> None:
+        epoch = host.epoch(entry.partition)
+        host.actors[entry.match_id] = await MatchActor.opened(entry, host.game_of(entry), host.storage, epoch, **kw)
+
+    await asyncio.gather(*(open_one(entry) for entry in entries))
+    return await states(host, [t.match_id for t in request.tables])
+
+async def start(host: MatchHost, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
+    """Start these held matches now (their time counts from now); started ones are left alone."""
+    actors = [await host.actor(match_id) for match_id in request.match_ids]
+    now = host.clock()
+    await asyncio.gather(*(actor.start(now) for actor in actors if actor.scheduled))
+    return await states(host, list(request.match_ids))
+
+async def cancel(host: MatchHost, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
+    """Void these matches (a batch that could not be created everywhere); unknown ids are skipped."""
+    reason = request.reason or VoidReason.CANCELLED
+    for match_id in request.match_ids:
+        await host.owned(match_id)
+    known = [host.actors[m] for m in request.match_ids if m in host.actors]
+    await asyncio.gather(*(a.void(reason, Millis(host.clock() - a.entry.created_unix_ms)) for a in known))
+    return await states(host, [a.match_id for a in known])
+
+async def states(host: MatchHost, match_ids: list[str]) -> host_pb2.HostTablesResponse:
+    states = []
+    for match_id in match_ids:
+        actor = await host.actor(match_id)
+        status = "scheduled" if actor.scheduled else actor.progress(actor.match).status
+        states.append(host_pb2.HostTableState(
+            match_id=match_id, status=status, starts_unix_ms=actor.entry.created_unix_ms
+        ))
+    return host_pb2.HostTablesResponse(tables=states)
+
