@@ -21,6 +21,7 @@ import grpc
 from gateway.links import CommandStream, NotDelivered, WatchFeed, rebuilt
 from gateway.routes import LeasedRoutes, Routes, StaticRoutes
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
+from workers import metrics
 from workers.errors import NotOwner, Unavailable
 from workers.partitions import partition_of
 from workers.settings import MEMORY, Topology, lease_ms
@@ -139,19 +140,25 @@ class Router:
         """`call` on the partition's worker, sent again while the refusal says nothing was done (and, when
         `again`, after any unavailability: the call is a read or idempotent)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.hold_s
+        began = loop.time()
+        deadline = began + self.hold_s
         pause = 0.002
+        held = False
         while True:
             client = cast(WorkerClient | None, self.routes.client(partition))
             if client is not None:
                 try:
-                    return await call(client)
+                    answer = await call(client)
+                    if held:
+                        metrics.HELD.observe(loop.time() - began)
+                    return answer
                 except NotOwner as error:
                     if not self.routes.moving:
                         raise  # static partitions: nobody else has it
                     if error.moved_to:
                         self.routes.moved(partition, error.moved_to)
                         if loop.time() < deadline:
+                            held = True
                             continue  # straight to where it went
                     last: Exception = error
                 except NotDelivered as error:
@@ -162,6 +169,7 @@ class Router:
                     last = error
             else:
                 last = Unavailable(f"no worker serves this match's partition ({partition}) right now")
+            held = True
             left = deadline - loop.time()
             if left <= 0:
                 raise Unavailable(f"the match's worker is unavailable ({last}); try again") from None

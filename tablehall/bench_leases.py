@@ -4,8 +4,11 @@ Both start real processes (tablehall/fleet.py): workers on leases and a gateway 
 
 - roll: bots keep matches in flight while every worker is replaced, one at a time (the new one serving
   before the old one drains). Printed: voids, acknowledged commands missing from the log, commands refused
-  as unavailable, each new worker's start to serving, and the client-visible pause of each hand-off — the
-  longest command to one of the partition's matches that was in flight while the partition moved.
+  as unavailable, each new worker's start to serving, and the client-visible pause of a hand-off: the
+  calls the gateway held because their partition was moving, from their arrival to their answer (its
+  `tablehall_gateway_held_seconds`, p50 and p99 read as bucket bounds), beside every command's latency.
+  (Timing commands at the client and picking those in flight at the moment a partition moved would pick
+  the long ones first: a command covers an instant in proportion to its length.)
 - failover: `--matches` Spectacular Bid matches with their clocks running on three workers; one is killed
   with -9; a command for each of its matches is sent at once and again until served. Printed: the share
   of its matches that go on (not voided worker_down), the time from the kill to each one's first served
@@ -31,7 +34,7 @@ from tablehall.bench_service import quantile
 from tablehall.bots import choose
 from tablehall.client import Client, CreatedMatch, SeatClient, TablehallError
 from tablehall.fleet import Fleet, owners_of
-from workers.partitions import PARTITIONS, partition_of
+from workers.partitions import partition_of
 from workers.sql.engine import make_engine
 
 SB = "spectacular-bid"
@@ -99,34 +102,33 @@ async def _load(address: str, inflight: int, stop: asyncio.Event, traffic: Traff
     await asyncio.gather(*(lane(n) for n in range(inflight)))
 
 
-async def _watch_moves(fleet: Fleet, stop: asyncio.Event, moves: dict[int, list[float]]) -> None:
-    """When each partition changed owner (monotonic), read from the lease table every 20 ms."""
-    owners: dict[int, str] = {}
-    while not stop.is_set():
-        table = await fleet.table()
-        now = time.monotonic()
-        for p in range(PARTITIONS):
-            lease = table.lease(p)
-            owner = lease.owner if lease is not None else ""
-            if p in owners and owner != owners[p] and owner:
-                moves[p].append(now)
-            owners[p] = owner
-        await asyncio.sleep(0.02)
+@dataclass
+class Held:
+    """The gateway's `tablehall_gateway_held_seconds`: calls it held while their partition moved."""
+
+    count: int
+    buckets: list[tuple[float, float]]
+    """(upper bound in seconds, calls at most that long), ascending."""
+
+    def quantile(self, q: float) -> float:
+        """The smallest bucket bound holding `q` of the calls: the quantile is at most this."""
+        return next((bound for bound, n in self.buckets if n >= q * self.count), float("inf"))
+
+    def quantiles(self) -> str:
+        if not self.count:
+            return "-"
+        return " / ".join(f"≤ {self.quantile(q) * 1000:.0f}" for q in (0.5, 0.99))
 
 
-def pauses(traffic: Traffic, moves: dict[int, list[float]], around_s: float = 2.0) -> list[float]:
-    """Per hand-off, the longest command to one of its partition's matches that was in flight when the
-    partition changed owner (its start within `around_s` before the change was seen)."""
-    by_partition: dict[int, list[Sent]] = defaultdict(list)
-    for sent in traffic.sent:
-        by_partition[partition_of(sent.match_id)].append(sent)
-    found = []
-    for p, times in moves.items():
-        for moved in times:
-            hit = [s.ended - s.started for s in by_partition[p] if moved - around_s <= s.started <= moved <= s.ended]
-            if hit:
-                found.append(max(hit))
-    return found
+def held_calls(page: str) -> Held:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(page):
+        if family.name == "tablehall_gateway_held_seconds":
+            buckets = sorted((float(s.labels["le"]), s.value) for s in family.samples if s.name.endswith("_bucket"))
+            count = next((int(s.value) for s in family.samples if s.name.endswith("_count")), 0)
+            return Held(count, buckets)
+    return Held(0, [])
 
 
 def lost_and_voided(url: str, traffic: Traffic) -> tuple[int, int, dict[str, int]]:
@@ -172,10 +174,8 @@ def _prepare(url: str) -> None:
 async def _roll(url: str, workers: int, inflight: int, console: Console, folder: Path) -> int:
     fleet = await Fleet(url, folder, UNLIMITED).start(workers)
     traffic, stop = Traffic(), asyncio.Event()
-    moves: dict[int, list[float]] = defaultdict(list)
     try:
         load = asyncio.create_task(_load(fleet.address, inflight, stop, traffic, {}))
-        watcher = asyncio.create_task(_watch_moves(fleet, stop, moves))
         while len([s for s in traffic.sent if not s.refused]) < inflight * 10:
             await asyncio.sleep(0.1)
         started = time.monotonic()
@@ -183,19 +183,17 @@ async def _roll(url: str, workers: int, inflight: int, console: Console, folder:
         took = time.monotonic() - started
         stop.set()
         await asyncio.wait_for(load, 300)
-        watcher.cancel()
+        held = held_calls(fleet.gateway_metrics_text())
     finally:
         fleet.stop()
         await fleet.close()
     missing, acked, statuses = lost_and_voided(url, traffic)
-    hand = pauses(traffic, moves)
     lat = [s.ended - s.started for s in traffic.sent]
     table = Table(title=f"bench roll: {workers} workers replaced one at a time under {inflight} matches in flight")
     table.add_column("what")
     table.add_column("figure", justify="right")
     table.add_row("roll took (s)", f"{took:.1f}")
     table.add_row("worker start to serving (s), each new worker", ", ".join(f"{s:.2f}" for s in starts))
-    table.add_row("partitions moved", str(sum(len(t) for t in moves.values())))
     table.add_row("matches by status", ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
     voids = sum(count for status, count in statuses.items() if status.startswith("voided"))
     table.add_row("voided", str(voids))
@@ -203,8 +201,8 @@ async def _roll(url: str, workers: int, inflight: int, console: Console, folder:
     table.add_row("commands refused as unavailable", str(sum(traffic.unavailable.values())))
     for message, count in traffic.unavailable.most_common(3):
         table.add_row(f"  {message}", str(count))
-    table.add_row("hand-offs a command was waiting on", str(len(hand)))
-    table.add_row("client-visible pause per hand-off p50 / p99 / max (ms)", _ms(hand))
+    table.add_row("calls the gateway held while their partition moved", str(held.count))
+    table.add_row("client-visible pause of a held call p50 / p99 (ms)", held.quantiles())
     table.add_row("every command: p50 / p99 / max (ms)", _ms(lat))
     console.print(table)
     return 0 if voids == 0 and missing == 0 else 1

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 from workers.leases import LeaseTable, targets
@@ -100,11 +101,13 @@ class Fleet:
         self.url = url
         self.log_dir = log_dir
         self.env = dict(os.environ)
-        self.env.update(TABLEHALL_LOG_LEVEL="INFO", PYTHONUNBUFFERED="1", TABLEHALL_REDIS_URL="", **(env or {}))
+        self.env.update({"TABLEHALL_LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1", "TABLEHALL_REDIS_URL": ""})
+        self.env.update(env or {})
         for static in ("TABLEHALL_DATABASE_URL", "TABLEHALL_WORKERS"):
             self.env.pop(static, None)
         self.workers: list[Role] = []
         self.gateway: Role | None = None
+        self.gateway_metrics = 0
         self.roles: list[Role] = []
         self.board = Board(url)
         self.lease_ms = lease_ms(self.env)
@@ -124,11 +127,16 @@ class Fleet:
         return role
 
     def spawn_gateway(self) -> Role:
-        port = free_port()
-        args = ["gateway", "--database-url", self.url, "--port", str(port)]
+        port, self.gateway_metrics = free_port(), free_port()
+        args = ["gateway", "--database-url", self.url, "--port", str(port), "--metrics-port", str(self.gateway_metrics)]
         self.gateway = Role(f"gateway{len(self.roles)}", args, self.env, self.log_dir, port)
         self.roles.append(self.gateway)
         return self.gateway
+
+    def gateway_metrics_text(self) -> str:
+        """The gateway's /metrics page, as Prometheus would scrape it."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.gateway_metrics}/metrics", timeout=10) as page:
+            return str(page.read().decode())
 
     async def start(self, workers: int) -> Fleet:
         spawned = [self.spawn_worker() for _ in range(workers)]

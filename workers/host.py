@@ -54,8 +54,6 @@ class Held:
 
     epoch: int
     leaving: bool = False
-    moved_to: str = ""
-    """Where it went (the new owner's address), told to whoever still asks here."""
 
 
 def check_table(game: Game[Any, Any, Any], players: tuple[str, ...]) -> None:
@@ -98,6 +96,9 @@ class MatchHost:
         the static share with epoch 0, which an unclaimed in-memory store accepts."""
         self.lost: dict[int, asyncio.Future[None]] = {}
         """Per partition, resolved when it is lost: calls waiting on the store for it stop waiting."""
+        self.moved: dict[int, str] = {}
+        """Where each partition handed over from here went (the new owner's address), told to whoever still
+        asks here, until the gateways' routes say so too."""
         self.arriving: dict[int, asyncio.Event] = {}
         """Partitions being taken over: their requests wait for them (ARRIVAL_WAIT_S at most)."""
         self.valid_until: float | None = None
@@ -156,6 +157,7 @@ class MatchHost:
                 await actor.resume()
             for partition, epoch in epochs.items():
                 self.held[partition] = Held(epoch)
+                self.moved.pop(partition, None)
         finally:
             for partition in epochs:
                 event = self.arriving.pop(partition, None)
@@ -210,7 +212,9 @@ class MatchHost:
         held = self.held.get(partition)
         if held is None:
             return
-        held.leaving, held.moved_to = True, moved_to
+        held.leaving = True
+        if moved_to:
+            self.moved[partition] = moved_to
         actors = [a for a in self.actors.values() if a.entry.partition == partition]
         await asyncio.gather(*(a.mailbox.settled() for a in actors))
         self._drop(partition)
@@ -244,8 +248,7 @@ class MatchHost:
             self.lose(actor.entry.partition, "is owned by another worker now")
 
     def _refuse(self, match_id: str, partition: int) -> NotOwner:
-        held = self.held.get(partition)
-        moved_to = held.moved_to if held is not None else ""
+        moved_to = self.moved.get(partition, "")
         where = f"; it moved to {moved_to}" if moved_to else ""
         return NotOwner(f"worker {self.owner} does not own match {match_id}{where}", moved_to)
 

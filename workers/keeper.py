@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import threading
 import time
@@ -245,19 +246,26 @@ class LeaseKeeper:
         loop = asyncio.get_running_loop()
         started = loop.time()
         self.leaving.add(partition)
+        steps = [loop.time()]
         try:
             await self._tell(member.address, partition, held.epoch, expect=True)
+            steps.append(loop.time())
             refusing = self.host.clock()
             await self.host.release(partition, moved_to=member.address)
+            steps.append(loop.time())
             await self._release({partition: held.epoch}, to=to)
+            steps.append(loop.time())
         finally:
             self.leaving.discard(partition)
         served = False
         if partition not in self.unreleased:
             served = await self._tell(member.address, partition, held.epoch + 1, since=refusing, kind=kind)
+        steps.append(loop.time())
         took = loop.time() - started
         if served:
-            log.debug("%s handed partition %d to %s (%s) in %.1f ms", self.owner, partition, to, kind, took * 1000)
+            spent = "/".join(f"{(b - a) * 1000:.0f}" for a, b in itertools.pairwise(steps))
+            log.debug("%s handed partition %d to %s (%s) in %.1f ms (expect/settle/write/take %s ms)",
+                      self.owner, partition, to, kind, took * 1000, spent)  # fmt: skip
         else:
             log.warning("%s released partition %d for %s (%s), which did not confirm: whoever the table gives it "
                         "to takes it", self.owner, partition, to, kind)  # fmt: skip

@@ -108,6 +108,12 @@ HANDOFF_SECONDS = Histogram(
     ["kind"],
     buckets=LATE,
 )
+HELD = Histogram(
+    "tablehall_gateway_held_seconds",
+    "Calls the gateway held because their match's partition was between workers (a hand-off, a takeover): "
+    "from the call's arrival to its answer. What players felt of a deploy or a crash.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0),
+)
 LEASE_LOSS_REASONS = ("expired", "fenced", "down")
 LEASE_LOSSES = Counter(
     "tablehall_lease_losses_total",
