@@ -6,6 +6,8 @@ nothing and players see no error; a crash voids only what could not be taken ove
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -212,3 +214,66 @@ def test_sweeps_find_a_matchs_worker_by_its_lease(pg_url: str, tmp_path: Path) -
             engine.dispose()
 
     run(body, timeout=120)
+
+
+def _pause(pid: int) -> None:
+    os.kill(pid, signal.SIGSTOP)
+
+
+def _resume(pid: int) -> None:
+    os.kill(pid, signal.SIGCONT)
+
+
+def test_a_stalled_worker_with_nobody_to_take_over_answers_again_and_loses_nothing(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A worker stopped (SIGSTOP) a little longer than its lease, with no peer to take its partitions: when it
+    runs again its leases ran out by its own clock, but the table shows nobody took them: it answers again
+    with nothing reloaded and nothing voided (the pause was thinking time)."""
+
+    async def body() -> None:
+        async with fleet(pg_url, tmp_path, 1) as f, Load(f.address, inflight=6) as load:
+            await load.until_acks(40)
+            victim = f.workers[0]
+            _pause(victim.pid)
+            await asyncio.sleep(0.7)  # the stall itself: real time passing while the process is stopped
+            _resume(victim.pid)
+            await load.until_acks(load.acks + 40)
+            await load.finish()
+            statuses = check_played(pg_url, load.played, await records_of(f.address, load.played))
+            assert set(statuses) == {"finished:"}, statuses
+            log = victim.log()
+            assert "a heartbeat was late, but nobody took its partitions" in log, log[-3000:]
+            assert "stops serving its" not in log
+
+    run(body, timeout=300)
+
+
+def test_a_stalled_worker_is_fenced_when_it_runs_again(pg_url: str, tmp_path: Path) -> None:
+    """A worker stopped (SIGSTOP) for seconds while a peer takes its partitions over: when it runs again its
+    timers and commands under way try to write with the old epochs and are refused; no write of the old
+    epochs lands after the stop; nothing acknowledged is lost."""
+
+    async def body() -> None:
+        async with fleet(pg_url, tmp_path, 2) as f, Load(f.address) as load:
+            await load.until_acks(60)
+            victim = f.workers[0]
+            pid = str(victim.pid)
+            theirs = {p: lease.epoch for p, lease in (await f.table()).partitions.items() if pid in lease.owner}
+            _pause(victim.pid)
+            stopped = unix_ms()
+            give_up = stopped + 60_000
+            while any(pid in lease.owner for lease in (await f.table()).partitions.values()):
+                assert unix_ms() < give_up, "nobody took the stalled worker's partitions over"
+                await asyncio.sleep(0.05)
+            _resume(victim.pid)
+            await load.finish()
+            statuses = check_played(pg_url, load.played, await records_of(f.address, load.played))
+            assert set(statuses) <= {"finished:", "voided:worker_down"}, statuses
+            db = Db(pg_url)
+            try:
+                assert db.writes_after(theirs, stopped) == []
+            finally:
+                db.close()
+
+    run(body, timeout=300)

@@ -76,6 +76,7 @@ class LeaseKeeper:
         self.lost_at: int | None = None
         """When this worker stopped serving because its leases ran out (the outage of what it takes back)."""
         self._expiry: asyncio.TimerHandle | None = None
+        self._rescuing: asyncio.Future[None] | None = None
         self._acting: asyncio.Task[None] | None = None
         self._peers: dict[str, grpc.aio.Channel] = {}
         self._stop = threading.Event()
@@ -113,6 +114,10 @@ class LeaseKeeper:
         assert self._loop is not None
         due = time.monotonic()
         while not self._stop.wait(max(0.0, due - time.monotonic())):
+            late = time.monotonic() - due
+            if late * 1000 > self.settings.beat_ms:
+                log.warning("%s: a heartbeat started %.0f ms late (the process did not get the CPU)", self.owner,
+                            late * 1e3)  # fmt: skip
             due = max(due + self.settings.beat_ms / 1000, time.monotonic())  # a steady cadence, late or not
             if time.monotonic() - self._turned > STUCK_S:
                 continue  # a stuck loop serves nobody: let the leases run out
@@ -360,10 +365,35 @@ class LeaseKeeper:
         return self.host.valid_until or 0.0
 
     def _expired(self) -> None:
+        """The leases ran out by this worker's clock: it stops answering (`host.valid_until` has passed, so
+        every request is refused and sent elsewhere or again); whether it lost its partitions is settled
+        by `_rescue`."""
         if time.monotonic() < self._until():  # renewed meanwhile by the heartbeat thread
             self._arm_expiry()
             return
-        if not self.host.held:
+        if self.host.held and (self._rescuing is None or self._rescuing.done()):
+            self._rescuing = asyncio.ensure_future(self._rescue())
+
+    async def _rescue(self) -> None:
+        """A late heartbeat is not a lost lease: if the next one gets through and the table still gives every
+        partition to this worker at the epoch it holds, nobody took any (a take moves the epoch on, and the
+        fresh heartbeat stops anyone from taking now): it answers again with nothing lost. Otherwise it
+        lets its partitions go (any write it still had under way is fenced). Until then it answers nobody."""
+        give_up = time.monotonic() + self.lease_ms / 1000
+        while time.monotonic() >= self._until() and time.monotonic() < give_up:
+            await asyncio.sleep(self.settings.beat_ms / 5000)  # the heartbeat thread's next try
+        table = None
+        if time.monotonic() < self._until():
+            with contextlib.suppress(Exception):
+                table = await asyncio.wait_for(self.storage.leases(), self.lease_ms / 1000)
+        held = {p: h.epoch for p, h in self.host.held.items() if p not in self.leaving}  # a hand-off moves its own
+        intact = table is not None and all(
+            (lease := table.lease(p)) is not None and lease.owner == self.owner and lease.epoch == epoch
+            for p, epoch in held.items()
+        )
+        if intact:
+            log.warning("%s: a heartbeat was late, but nobody took its partitions: it answers again", self.owner)
+            self._arm_expiry()
             return
         log.error("%s: no heartbeat got through for a lease; stops serving its %d partitions",
                   self.owner, len(self.host.held))  # fmt: skip
