@@ -27,27 +27,39 @@ def _request(item: Due) -> host_pb2.HostSettleRequest:
     )
 
 
-@contextlib.asynccontextmanager
-async def over_grpc(topology: Topology) -> AsyncIterator[Settle]:
-    """Settle through worker k = owner_of(match) at `topology.worker_address(k)`; any failure: unreachable."""
-    channels: dict[str, grpc.aio.Channel] = {}
+class _Settler:
+    """Asks a worker at an address to settle a match (one channel per address); False if it cannot be reached."""
 
-    async def settle(item: Due) -> bool:
-        address = topology.worker_address(owner_of(item.match_id, topology.workers))
-        channel = channels.get(address)
+    def __init__(self) -> None:
+        self.channels: dict[str, grpc.aio.Channel] = {}
+
+    async def at(self, address: str, item: Due) -> bool:
+        channel = self.channels.get(address)
         if channel is None:
-            channel = channels[address] = grpc.aio.insecure_channel(address)
+            channel = self.channels[address] = grpc.aio.insecure_channel(address)
         try:
             await host_pb2_grpc.MatchSweepsStub(channel).Settle(_request(item), timeout=SETTLE_TIMEOUT_S)
         except grpc.aio.AioRpcError:
             return False
         return True
 
+    async def close(self) -> None:
+        for channel in self.channels.values():
+            await channel.close()
+
+
+@contextlib.asynccontextmanager
+async def over_grpc(topology: Topology) -> AsyncIterator[Settle]:
+    """Settle through worker k = owner_of(match) at `topology.worker_address(k)` (the static mode)."""
+    settler = _Settler()
+
+    async def settle(item: Due) -> bool:
+        return await settler.at(topology.worker_address(owner_of(item.match_id, topology.workers)), item)
+
     try:
         yield settle
     finally:
-        for channel in channels.values():
-            await channel.close()
+        await settler.close()
 
 
 @contextlib.asynccontextmanager
@@ -55,30 +67,19 @@ async def over_leases(url: str) -> AsyncIterator[Settle]:
     """Settle through the worker whose lease holds the match's partition now; none (its worker is down,
     the partition between workers): unreachable. A holder without an address is an in-process worker
     (`tablehall serve`), which sweeps its own matches: left to it."""
-    board = Board(url)
-    channels: dict[str, grpc.aio.Channel] = {}
+    board, settler = Board(url), _Settler()
 
     async def settle(item: Due) -> bool:
         table = await board.leases()
         holder = table.holder(item.partition, time.time_ns() // 1_000_000, lease_ms())
         if holder is None:
             return False
-        if not holder.address:
-            return True
-        channel = channels.get(holder.address)
-        if channel is None:
-            channel = channels[holder.address] = grpc.aio.insecure_channel(holder.address)
-        try:
-            await host_pb2_grpc.MatchSweepsStub(channel).Settle(_request(item), timeout=SETTLE_TIMEOUT_S)
-        except grpc.aio.AioRpcError:
-            return False
-        return True
+        return await settler.at(holder.address, item) if holder.address else True
 
     try:
         yield settle
     finally:
-        for channel in channels.values():
-            await channel.close()
+        await settler.close()
         await board.close()
 
 

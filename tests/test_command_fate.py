@@ -7,8 +7,9 @@ A store that fails, or loses the answer of a commit that went through, never fre
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +92,20 @@ async def goes_on(seats: list[SeatClient], seq: int) -> int:
     return after
 
 
-async def service(storage: Storage) -> tuple[MatchHost, Any]:
-    host = MatchHost(storage)
+@contextlib.asynccontextmanager
+async def served(backend: Backend) -> AsyncIterator[tuple[Gated, MatchHost, Client]]:
+    """The gated store, an in-process worker on it, a real gateway on a free port, and a client."""
+    store = Gated(await backend.open())
+    host = MatchHost(store)  # type: ignore[arg-type]
     await host.start()
-    return host, await start_gateway(Router([host]), "127.0.0.1", 0)
+    gateway = await start_gateway(Router([host]), "127.0.0.1", 0)
+    try:
+        async with Client(f"127.0.0.1:{gateway.port}") as client:
+            yield store, host, client
+    finally:
+        host.close()
+        await gateway.stop(grace=0.5)
+        await store.inner.close()
 
 
 @pytest.mark.parametrize("point", ["before", "after"])
@@ -102,132 +113,104 @@ def test_a_caller_that_cancels_mid_commit_still_gets_its_command_applied_and_pub
     backend: Backend, point: str
 ) -> None:
     async def body() -> None:
-        store = Gated(await backend.open())
-        host, gateway = await service(store)  # type: ignore[arg-type]
-        try:
-            async with Client(f"127.0.0.1:{gateway.port}") as client:
-                match_id, seats = await playing(client)
-                spectator = client.spectator(match_id)
-                seq = (await seats[0].view())[0]
-                seen: list[int] = []
+        async with served(backend) as (store, _host, client):
+            match_id, seats = await playing(client)
+            spectator = client.spectator(match_id)
+            seq = (await seats[0].view())[0]
+            seen: list[int] = []
 
-                async def watch() -> None:
-                    async for update in spectator.updates(after_seq=seq):
-                        seen.append(update.seq)
+            async def watch() -> None:
+                async for update in spectator.updates(after_seq=seq):
+                    seen.append(update.seq)
 
-                watching = asyncio.create_task(watch())
-                seat, _, move = await to_act(seats)
-                store.arm(point)
-                call = seat.stub.Act(
-                    matches_pb2.ActRequest(match_id=match_id, action=action_message(move)), metadata=seat.metadata
-                )
-                await asyncio.wait_for(store.reached.wait(), 10)
-                call.cancel()  # the caller goes away in the middle of the commit
-                with pytest.raises(asyncio.CancelledError):
-                    await call
-                store.go.set()
+            watching = asyncio.create_task(watch())
+            seat, _, move = await to_act(seats)
+            store.arm(point)
+            call = seat.stub.Act(
+                matches_pb2.ActRequest(match_id=match_id, action=action_message(move)), metadata=seat.metadata
+            )
+            await asyncio.wait_for(store.reached.wait(), 10)
+            call.cancel()  # the caller goes away in the middle of the commit
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            store.go.set()
+            log = await store.inner.log(match_id)
+            while log[-1].change <= seq:
+                await asyncio.sleep(0.01)
                 log = await store.inner.log(match_id)
-                while log[-1].change <= seq:
-                    await asyncio.sleep(0.01)
-                    log = await store.inner.log(match_id)
-                command = log[-1] if log[-1].kind == "command" else log[-2]
-                assert command.kind == "command" and command.change == seq + 1
-                assert (await seats[0].view())[0] >= seq + 1  # applied in memory: the views have it
-                nxt = await goes_on(seats, seq + 1)  # nothing frozen
-                while not seen or seen[-1] < nxt:
-                    await asyncio.sleep(0.01)
-                assert seen == list(range(seq + 1, nxt + 1))  # the watcher saw every change, in order
-                watching.cancel()
-        finally:
-            host.close()
-            await gateway.stop(grace=0.5)
-            await store.inner.close()
+            command = log[-1] if log[-1].kind == "command" else log[-2]
+            assert command.kind == "command" and command.change == seq + 1
+            assert (await seats[0].view())[0] >= seq + 1  # applied in memory: the views have it
+            nxt = await goes_on(seats, seq + 1)  # nothing frozen
+            while not seen or seen[-1] < nxt:
+                await asyncio.sleep(0.01)
+            assert seen == list(range(seq + 1, nxt + 1))  # the watcher saw every change, in order
+            watching.cancel()
 
     run(body, timeout=60)
 
 
 def test_a_command_queued_behind_another_is_dropped_when_its_caller_leaves(backend: Backend) -> None:
     async def body() -> None:
-        store = Gated(await backend.open())
-        host, gateway = await service(store)  # type: ignore[arg-type]
-        try:
-            async with Client(f"127.0.0.1:{gateway.port}") as client:
-                match_id, seats = await playing(client)
-                seq = (await seats[0].view())[0]
-                seat, view, move = await to_act(seats)
-                other = seats[1 - view["seat"]]
-                store.arm("before")
-                first = asyncio.create_task(seat.act(move))
-                await asyncio.wait_for(store.reached.wait(), 10)
-                # the other seat resigns while the first command commits: queued behind it
-                call = other.stub.Act(
-                    matches_pb2.ActRequest(match_id=match_id, action=action_message({"do": "resign"})),
-                    metadata=other.metadata,
-                )
-                mailbox = host.actors[match_id].mailbox
-                while mailbox.waiting < 1:  # the resignation waits in the mailbox behind the first command
-                    await asyncio.sleep(0.005)
-                call.cancel()  # gone before its turn came
-                store.go.set()
-                after, _ = await first
-                await host.actors[match_id].mailbox.settled()
-                kinds = [(e.kind, e.action.get("do")) for e in await store.inner.log(match_id) if e.change > seq]
-                assert ("command", "resign") not in kinds, kinds
-                assert (await seats[0].view())[1]["status"] == "in_progress"
-                await goes_on(seats, after)
-        finally:
-            host.close()
-            await gateway.stop(grace=0.5)
-            await store.inner.close()
+        async with served(backend) as (store, host, client):
+            match_id, seats = await playing(client)
+            seq = (await seats[0].view())[0]
+            seat, view, move = await to_act(seats)
+            other = seats[1 - view["seat"]]
+            store.arm("before")
+            first = asyncio.create_task(seat.act(move))
+            await asyncio.wait_for(store.reached.wait(), 10)
+            # the other seat resigns while the first command commits: queued behind it
+            call = other.stub.Act(
+                matches_pb2.ActRequest(match_id=match_id, action=action_message({"do": "resign"})),
+                metadata=other.metadata,
+            )
+            mailbox = host.actors[match_id].mailbox
+            while mailbox.waiting < 1:  # the resignation waits in the mailbox behind the first command
+                await asyncio.sleep(0.005)
+            call.cancel()  # gone before its turn came
+            store.go.set()
+            after, _ = await first
+            await host.actors[match_id].mailbox.settled()
+            kinds = [(e.kind, e.action.get("do")) for e in await store.inner.log(match_id) if e.change > seq]
+            assert ("command", "resign") not in kinds, kinds
+            assert (await seats[0].view())[1]["status"] == "in_progress"
+            await goes_on(seats, after)
 
     run(body, timeout=60)
 
 
 def test_a_commit_whose_answer_was_lost_is_found_in_the_log_and_answered(backend: Backend) -> None:
     async def body() -> None:
-        store = Gated(await backend.open())
-        host, gateway = await service(store)  # type: ignore[arg-type]
-        try:
-            async with Client(f"127.0.0.1:{gateway.port}") as client:
-                match_id, seats = await playing(client)
-                seq = (await seats[0].view())[0]
-                seat, _, move = await to_act(seats)
-                store.arm("fail_after")
-                after, view = await seat.act(move)  # the store said it failed, but the log has it
-                assert after == seq + 1 and view["status"] == "in_progress"
-                assert [e.change for e in await store.inner.log(match_id)][-1] >= seq + 1
-                await goes_on(seats, after)
-        finally:
-            host.close()
-            await gateway.stop(grace=0.5)
-            await store.inner.close()
+        async with served(backend) as (store, _host, client):
+            match_id, seats = await playing(client)
+            seq = (await seats[0].view())[0]
+            seat, _, move = await to_act(seats)
+            store.arm("fail_after")
+            after, view = await seat.act(move)  # the store said it failed, but the log has it
+            assert after == seq + 1 and view["status"] == "in_progress"
+            assert [e.change for e in await store.inner.log(match_id)][-1] >= seq + 1
+            await goes_on(seats, after)
 
     run(body, timeout=60)
 
 
 def test_a_failed_commit_is_refused_as_unavailable_and_the_match_goes_on(backend: Backend) -> None:
     async def body() -> None:
-        store = Gated(await backend.open())
-        host, gateway = await service(store)  # type: ignore[arg-type]
-        try:
-            async with Client(f"127.0.0.1:{gateway.port}") as client:
-                match_id, seats = await playing(client)
-                seq = (await seats[0].view())[0]
-                seat, _, move = await to_act(seats)
-                store.arm("fail_before")
-                with pytest.raises(TablehallError) as refused:
-                    await seat.act(move)
-                assert refused.value.status is grpc.StatusCode.UNAVAILABLE, refused.value
-                assert "send it again" in str(refused.value)
-                assert [e.change for e in await store.inner.log(match_id)][-1] == seq  # nothing written
-                again, _ = await seat.act(move)  # sent again: applied
-                assert again == seq + 1
-                record_view = json.loads((await host.view(_view_request(match_id))).view_json)
-                assert record_view["status"] == "in_progress"
-        finally:
-            host.close()
-            await gateway.stop(grace=0.5)
-            await store.inner.close()
+        async with served(backend) as (store, host, client):
+            match_id, seats = await playing(client)
+            seq = (await seats[0].view())[0]
+            seat, _, move = await to_act(seats)
+            store.arm("fail_before")
+            with pytest.raises(TablehallError) as refused:
+                await seat.act(move)
+            assert refused.value.status is grpc.StatusCode.UNAVAILABLE, refused.value
+            assert "send it again" in str(refused.value)
+            assert [e.change for e in await store.inner.log(match_id)][-1] == seq  # nothing written
+            again, _ = await seat.act(move)  # sent again: applied
+            assert again == seq + 1
+            record_view = json.loads((await host.view(_view_request(match_id))).view_json)
+            assert record_view["status"] == "in_progress"
 
     run(body, timeout=60)
 
