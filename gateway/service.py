@@ -27,6 +27,10 @@ from workers.games.errors import MalformedAction, quote
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
 _MATCH_ID = re.compile(r"[0-9a-f]{16}")
+LINGER_S = 1.0
+"""A Play stream whose match is over and whose commands are all answered waits this long for one more."""
+CLOSED = object()
+"""On a Play stream's queue: the client closed its side (it sends no more commands)."""
 
 
 def new_token() -> str:
@@ -139,15 +143,16 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         self, requests: AsyncIterator[matches_pb2.PlayRequest], context: Context
     ) -> AsyncIterator[matches_pb2.PlayEvent]:
         """Watch and Act on one stream: updates as Watch sends them, and each command's result. Every
-        command read gets exactly one result, even after the match's last update; the stream ends once
-        the updates have ended and no command is left unanswered."""
+        command gets exactly one result, even after the match's last update: once the updates have ended
+        and every command read is answered, the stream still reads (and answers) commands until the client
+        closes its side, or for `LINGER_S` more (a command sent as the match ended is still on its way)."""
         token = bearer(context, required=False)
         first = await anext(aiter(requests), None)
         if first is None:
             return
         match_id = checked_id(first.match_id)
         owner = self.router.owner(match_id)
-        events: asyncio.Queue[matches_pb2.PlayEvent | Exception | None] = asyncio.Queue()
+        events: asyncio.Queue[matches_pb2.PlayEvent | Exception | object | None] = asyncio.Queue()
         unanswered = 0
 
         async def updates() -> None:
@@ -171,17 +176,27 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                     await events.put(matches_pb2.PlayEvent(result=await answer(owner, command, request.ref)))
             except Exception as error:  # the request stream itself failed (a message that cannot be read)
                 await events.put(error)
+                return
+            await events.put(CLOSED)
 
         tasks = [asyncio.create_task(updates()), asyncio.create_task(commands())]
         try:
-            ended = False
-            while not (ended and unanswered == 0):
-                event = await events.get()
+            ended = closed = False
+            while not (ended and closed and unanswered == 0):
+                settled = ended and unanswered == 0
+                try:
+                    event = await asyncio.wait_for(events.get(), LINGER_S if settled else None)
+                except TimeoutError:
+                    return  # the match is over, every command answered, and none came for a while
                 if event is None:
                     ended = True
                     continue
+                if event is CLOSED:
+                    closed = True
+                    continue
                 if isinstance(event, Exception):
                     raise event
+                assert isinstance(event, matches_pb2.PlayEvent)
                 if event.HasField("result"):
                     unanswered -= 1
                 yield event

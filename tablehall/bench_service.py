@@ -157,6 +157,8 @@ async def _session(seat: SeatClient, rng: random.Random, tally: Tally, after: in
             if action is not None:
                 sent_at = time.perf_counter()
                 await session.send(action)
+            elif sent_at is None and view.get("status", "in_progress") != "in_progress":
+                return seen  # over, nothing unanswered: close our side (the server ends the stream at once)
         return seen
     finally:
         with contextlib.suppress(*DROPPED):

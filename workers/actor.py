@@ -246,8 +246,8 @@ class MatchActor(Published):
                 metrics.LOG_COMMIT.observe(time.perf_counter() - started)
         except FencedOut as fenced:
             log.error("match %s: %s; this worker stops serving it", self.match_id, fenced)
-            if self.on_fenced is not None:
-                self.on_fenced(self, fenced)
+            if self.on_fenced is not None:  # once this change's caller has its answer (wrong_owner: not done)
+                asyncio.get_running_loop().call_soon(self.on_fenced, self, fenced)
             raise
         except Exception as error:
             metrics.FAULTS.labels("storage_error").inc()
