@@ -269,8 +269,10 @@ class LeaseKeeper:
         took = loop.time() - started
         if served:
             spent = "/".join(f"{(b - a) * 1000:.0f}" for a, b in itertools.pairwise(steps))
-            log.debug("%s handed partition %d to %s (%s) in %.1f ms (expect/settle/write/take %s ms)",
-                      self.owner, partition, to, kind, took * 1000, spent)  # fmt: skip
+            # a hand-off that used a good part of the tolerance is worth an operator's look, with where it went
+            level = logging.WARNING if took * 1000 > self.host.tolerance_ms / 4 else logging.DEBUG
+            log.log(level, "%s handed partition %d to %s (%s) in %.1f ms (expect/settle/write/take %s ms)",
+                    self.owner, partition, to, kind, took * 1000, spent)  # fmt: skip
         else:
             log.warning("%s released partition %d for %s (%s), which did not confirm: whoever the table gives it "
                         "to takes it", self.owner, partition, to, kind)  # fmt: skip

@@ -10,20 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import Connection, select, text, update
-from sqlalchemy.exc import OperationalError
 
 from workers.leases import LeaseLost, LeaseTable, Member, MemberState, PartitionLease, Taken
 from workers.sql import models as m
-from workers.sql.engine import make_engine
+from workers.sql.engine import make_engine, retry_locked
 from workers.sql.models import rows
 from workers.sql.writes import _insert
 
-BUSY_S = 30.0
 """How long a lease operation waits for SQLite's write lock at most."""
 FORGET_MS = 3_600_000
 """A worker row whose heartbeat is older than this and that holds nothing is deleted when another joins."""
@@ -153,21 +150,17 @@ class Board:
         """The heartbeat thread's own connection, kept open: a heartbeat is one statement, one round trip."""
 
     def _tx(self, fn: Any, *args: Any, conn: Connection | None = None) -> Any:
-        """One transaction. SQLite has one write lock for all processes, and its busy handler sleeps up to
-        100 ms between tries while other processes' commits keep taking the lock: a heartbeat waiting
-        there could miss its lease. So the lock is tried here every millisecond instead."""
-        give_up = time.monotonic() + BUSY_S
-        while True:
-            try:
-                if conn is not None:
-                    with conn.begin():
-                        return fn(conn, *args)
-                with self.engine.connect() as fresh, fresh.begin():
-                    return fn(fresh, *args)
-            except OperationalError as error:
-                if "locked" not in str(error) or time.monotonic() > give_up:
-                    raise
-            time.sleep(0.001)
+        """One transaction, the write lock tried every millisecond (see `retry_locked`): a heartbeat waiting
+        in SQLite's own busy handler could miss its lease."""
+
+        def once() -> Any:
+            if conn is not None:
+                with conn.begin():
+                    return fn(conn, *args)
+            with self.engine.connect() as fresh, fresh.begin():
+                return fn(fresh, *args)
+
+        return retry_locked(once)
 
     async def _run(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._thread, self._tx, fn, *args)

@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from workers.leases import LeaseTable, MemberState, Taken
 from workers.sql import leases, reads, writes
 from workers.sql.batching import GroupCommitter, Op, Stats
-from workers.sql.engine import is_sqlite, make_engine
+from workers.sql.engine import is_sqlite, make_engine, retry_locked
 from workers.sql.migrate import migrate
 from workers.storage import LogEntry, MatchEntry, Progress, Snapshot, Storage, Stored
 
@@ -37,8 +37,15 @@ class SqlStorage:
     ) -> None:
         self.url = url
         self.engine: Engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
+        # SQLite: the writer (and the migration, which takes the write lock too) on their own connection,
+        # which tries the lock every millisecond itself (a worker starting beside busy ones waited seconds)
+        self._writing = (
+            make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=1, busy_timeout_s=0)
+            if is_sqlite(self.engine)
+            else self.engine
+        )
         if upgrade:
-            migrate(url, self.engine)
+            retry_locked(lambda: migrate(url, self._writing))
         self._writer = GroupCommitter(self._apply, max_batch=max_batch)
         self.board = leases.Board(url, sqlite_synchronous=sqlite_synchronous)
 
@@ -55,8 +62,11 @@ class SqlStorage:
     # -- writes: through the group committer ---------------------------------------------------------
 
     def _apply(self, ops: Sequence[Op]) -> list[object]:
-        with self.engine.connect() as conn, conn.begin():
-            return writes.apply(conn, ops)
+        def once() -> list[object]:
+            with self._writing.connect() as conn, conn.begin():
+                return writes.apply(conn, ops)
+
+        return retry_locked(once)
 
     async def claim(self, owner: str, partitions: list[int]) -> dict[int, int]:
         result: dict[int, int] = await self._writer.submit(writes.ClaimOp(owner, list(partitions)))
@@ -132,6 +142,7 @@ class SqlStorage:
 
     def _close(self) -> None:
         self._writer.close()
+        self._writing.dispose()
         self.engine.dispose()
 
 
