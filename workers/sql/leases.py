@@ -21,7 +21,6 @@ from workers.sql.engine import make_engine, retry_locked
 from workers.sql.models import rows
 from workers.sql.writes import _insert
 
-"""How long a lease operation waits for SQLite's write lock at most."""
 FORGET_MS = 3_600_000
 """A worker row whose heartbeat is older than this and that holds nothing is deleted when another joins."""
 
