@@ -19,6 +19,7 @@ from typing import Protocol
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from workers.dial import dial
 from workers.leases import LeaseTable, MemberState
 from workers.partitions import PARTITIONS
 
@@ -101,6 +102,7 @@ class LeasedRoutes:
         self.hints: dict[int, tuple[str, float]] = {}
         self.clients: dict[str, Client] = {}
         self.failures: dict[str, int] = {}
+        """Failed probes in a row, per worker (by owner: a worker started again at the same address is new)."""
         self.table: LeaseTable | None = None
         self._read = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -125,7 +127,7 @@ class LeasedRoutes:
         while True:
             await asyncio.sleep(self.lease_ms / 2000)  # the probes' cadence
             try:
-                await self._probe_all()
+                await self.probe_all()
             except Exception as error:
                 log.warning("probing the workers failed (%s)", error)
 
@@ -162,7 +164,9 @@ class LeasedRoutes:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._read.wait(), timeout)
 
-    async def _probe_all(self) -> None:
+    async def probe_all(self) -> None:
+        """One round of health probes of every worker the table shows fresh (the prober's cadence: a
+        quarter lease); marks down one that failed `DOWN_AFTER` in a row while another answered."""
         table = self.table
         if table is None:
             return
@@ -170,25 +174,30 @@ class LeasedRoutes:
         live = [m for m in table.members.values() if m.fresh(now, self.lease_ms) and m.address]
         answers = await asyncio.gather(*(self._probe(m.address) for m in live))
         reached = {m.owner for m, ok in zip(live, answers, strict=True) if ok}
+        probed = {m.owner for m in live}
+        self.failures = {owner: n for owner, n in self.failures.items() if owner in probed}
         for member, ok in zip(live, answers, strict=True):
             if ok:
-                self.failures.pop(member.address, None)
+                self.failures.pop(member.owner, None)
                 continue
-            failed = self.failures[member.address] = self.failures.get(member.address, 0) + 1
+            failed = self.failures[member.owner] = self.failures.get(member.owner, 0) + 1
             if failed >= DOWN_AFTER and reached - {member.owner} and member.state is not MemberState.DOWN:
                 log.error("worker %s at %s did not answer %d probes: marking it down", member.owner,
                           member.address, failed)  # fmt: skip
                 await self.board.set_state(member.owner, MemberState.DOWN)
 
     async def _probe(self, address: str) -> bool:
-        channel = self._probes.get(address)
-        if channel is None:
-            channel = self._probes[address] = grpc.aio.insecure_channel(address)
+        """One health check; after a failure the next probe dials afresh (a channel that saw a worker die
+        would otherwise fail the one started again at its address until its reconnect backoff ends)."""
+        channel = self._probes.get(address) or self._probes.setdefault(address, dial(address))
         try:
             reply = await health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=self.lease_ms / 1000
             )
         except grpc.aio.AioRpcError:
+            stale = self._probes.pop(address, None)
+            if stale is not None:
+                await stale.close()
             return False
         return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
 

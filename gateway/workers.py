@@ -22,6 +22,7 @@ from gateway.links import CommandStream, NotDelivered, WatchFeed, rebuilt
 from gateway.routes import LeasedRoutes, Routes, StaticRoutes
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from workers import metrics
+from workers.dial import dial
 from workers.errors import NotOwner, Unavailable
 from workers.partitions import partition_of
 from workers.settings import MEMORY, Topology, lease_ms
@@ -72,7 +73,7 @@ async def _unary(call: Awaitable[T]) -> T:
 class GrpcWorker:
     def __init__(self, address: str) -> None:
         self.address = address
-        self.channel = grpc.aio.insecure_channel(address, options=KEEPALIVE)
+        self.channel = dial(address, KEEPALIVE)
         self.stub = host_pb2_grpc.MatchHostStub(self.channel)
         self.commands: CommandStream | None = None
         self.feed: WatchFeed | None = None

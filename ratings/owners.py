@@ -11,6 +11,7 @@ import grpc
 
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc
 from ratings.sweep import Due, Settle
+from workers.dial import dial
 from workers.host import MatchHost
 from workers.partitions import owner_of
 from workers.settings import Topology, lease_ms
@@ -36,7 +37,7 @@ class _Settler:
     async def at(self, address: str, item: Due) -> bool:
         channel = self.channels.get(address)
         if channel is None:
-            channel = self.channels[address] = grpc.aio.insecure_channel(address)
+            channel = self.channels[address] = dial(address)
         try:
             await host_pb2_grpc.MatchSweepsStub(channel).Settle(_request(item), timeout=SETTLE_TIMEOUT_S)
         except grpc.aio.AioRpcError:

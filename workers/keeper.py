@@ -27,6 +27,7 @@ import grpc
 
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc
 from workers import metrics
+from workers.dial import dial
 from workers.host import MatchHost
 from workers.leases import LeaseLost, LeaseTable, MemberState, plan, targets
 
@@ -295,7 +296,7 @@ class LeaseKeeper:
         hold its requests, it is coming)."""
         channel = self._peers.get(address)
         if channel is None:
-            channel = self._peers[address] = grpc.aio.insecure_channel(address)
+            channel = self._peers[address] = dial(address)
         try:
             reply = await host_pb2_grpc.MatchHostStub(channel).Take(
                 host_pb2.TakeRequest(partition=partition, epoch=epoch, expect=expect, since_unix_ms=since, kind=kind),
@@ -303,6 +304,10 @@ class LeaseKeeper:
             )
         except grpc.aio.AioRpcError as error:
             log.warning("%s: %s did not take partition %d (%s)", self.owner, address, partition, error.code().name)
+            if error.code() is grpc.StatusCode.UNAVAILABLE:
+                stale = self._peers.pop(address, None)  # dial afresh next time: a peer may start again there
+                if stale is not None:
+                    await stale.close()
             return False
         return bool(reply.serving)
 
