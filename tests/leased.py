@@ -22,6 +22,7 @@ from tablehall.bots import run_bot
 from tablehall.client import Client, CreatedMatch
 from tablehall.fleet import Fleet
 from tests.durability import Db, normal
+from tests.relay import pump
 from workers.games.records import replay
 
 
@@ -212,20 +213,9 @@ class Cut:
             writer.close()
             return
         for source, sink in ((reader, up_writer), (up_reader, writer)):
-            task = asyncio.create_task(self._pump(source, sink))
+            task = asyncio.create_task(pump(source, sink, self.flowing))
             self.pumps.add(task)
             task.add_done_callback(self.pumps.discard)
-
-    async def _pump(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-        try:
-            while chunk := await source.read(65536):
-                await self.flowing.wait()
-                sink.write(chunk)
-                await sink.drain()
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            sink.close()
 
     async def close(self) -> None:
         if self.server is not None:

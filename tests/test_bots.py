@@ -13,6 +13,7 @@ from gateway.server import start_gateway
 from gateway.workers import Router
 from tablehall.bots import choose, declaration, is_over, run_bot
 from tablehall.client import Client, SeatClient
+from tests.relay import pump
 from workers.host import MatchHost
 
 T = TypeVar("T")
@@ -158,18 +159,7 @@ class Proxy:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         self.writers |= {writer, up_writer}
-
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            try:
-                while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
-            except (ConnectionError, OSError):
-                pass
-            finally:
-                dst.close()
-
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
 
     def drop(self) -> None:
         self.drops += 1
