@@ -4,7 +4,7 @@ connect-python's generated `*ASGIApplication` calls snake_case methods with a Co
 `ConnectBridge` gives it, for every RPC of a service descriptor, a method that calls the grpcio servicer's
 own method with `GrpcContext`, the small part of `grpc.aio.ServicerContext` the servicers use: the
 caller's metadata (HTTP headers here) and `abort`. So authentication, arrival stamps, routing and the
-error edge (gateway/status.py) run unchanged, and a refusal reaches a browser with the Connect code of the
+error edge (workers/edge.py) run unchanged, and a refusal reaches a browser with the Connect code of the
 same gRPC status, the same message, and the stable error code in the `tablehall-error` trailer.
 """
 

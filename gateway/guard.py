@@ -22,8 +22,8 @@ from google.protobuf import descriptor_pool
 from google.protobuf.descriptor import MethodDescriptor
 
 from gateway.limits import Budgets, Refusal
-from gateway.status import ERROR_CODE_KEY, STATUS
 from workers import metrics
+from workers.edge import ERROR_CODE_KEY
 from workers.errors import RateLimited
 
 RETRY_AFTER_KEY = "retry-after-ms"
@@ -110,7 +110,7 @@ class Guard:
         if where in COMMANDS:
             metrics.REJECTED.labels(RateLimited.code).inc()
         trailers = ((ERROR_CODE_KEY, RateLimited.code), (RETRY_AFTER_KEY, str(refusal.retry_after_ms)))
-        await context.abort(STATUS[RateLimited.code], refusal.message, trailers)
+        await context.abort(RateLimited.status, refusal.message, trailers)
         raise AssertionError("unreachable")  # context.abort raises
 
     async def open(self, context: Any, keys: tuple[str, ...], where: str) -> None:

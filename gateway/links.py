@@ -16,8 +16,8 @@ from typing import Any, Generic, TypeVar
 
 import grpc
 
-from gateway.status import ERROR_CODE_KEY, MOVED_TO_KEY
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
+from workers.edge import ERROR_CODE_KEY, MOVED_TO_KEY
 from workers.errors import Unavailable, error_for
 from workers.outbox import Outbox
 

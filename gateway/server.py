@@ -26,11 +26,11 @@ from gateway.bounds import TRANSPORT_MAX_BYTES, Unreadable, limit_of, read
 from gateway.guard import Guard
 from gateway.limits import Budgets, LimitSettings
 from gateway.service import MatchesService
-from gateway.status import abort, quiet_dropped_clients
 from gateway.tls import ServerTls
 from gateway.tournaments.service import TournamentsService
 from gateway.workers import Router
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2
+from workers.edge import abort, quiet_dropped_clients
 
 log = logging.getLogger("tablehall.gateway")
 

@@ -16,11 +16,11 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 
 from gateway.rulebook import rules_for
-from gateway.status import STATUS, edge, edge_stream, refusal
 from gateway.workers import Router, WorkerClient
 from protos.tablehall.v1 import host_pb2, matches_pb2, matches_pb2_grpc
 from workers import metrics
-from workers.errors import NotFinished, Unauthenticated
+from workers.edge import edge, edge_stream, refusal
+from workers.errors import NotFinished, Unauthenticated, status_of
 from workers.games.catalog import game_named
 from workers.games.errors import MalformedAction, quote
 
@@ -78,8 +78,7 @@ async def answer(owner: WorkerClient, command: host_pb2.HostCommandRequest, ref:
     except Exception as error:
         code, message = refusal(error, "a Play command")
         metrics.REJECTED.labels(code).inc()
-        status = STATUS.get(code, grpc.StatusCode.INTERNAL).name
-        refused = matches_pb2.CommandError(status=status, code=code, message=message)
+        refused = matches_pb2.CommandError(status=status_of(type(error)).name, code=code, message=message)
         return matches_pb2.CommandResult(ref=ref, error=refused)
     return matches_pb2.CommandResult(ref=ref, seq=reply.seq)
 

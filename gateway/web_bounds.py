@@ -26,7 +26,7 @@ from connectrpc.request import RequestContext
 from google.protobuf.message import Message
 
 from gateway.bounds import MAX_BULK_REQUEST_BYTES, Unreadable, check_size, check_text, limit_of, not_a
-from gateway.status import ERROR_CODE_KEY, shown
+from workers.edge import ERROR_CODE_KEY, shown
 
 Receive = Callable[[], Awaitable[Any]]
 

@@ -17,8 +17,8 @@ import pytest
 from google.protobuf import descriptor_pool
 from google.protobuf.descriptor import MethodDescriptor
 
-from gateway.status import ERROR_CODE_KEY
 from tests.web_support import CONNECT_STREAM, GRPC_WEB, LiveService, envelope, frames, live_service
+from workers.edge import ERROR_CODE_KEY
 
 SERVICES = ("tablehall.v1.Matches", "tablehall.v1.Tournaments")
 DOORS = ("grpc", "connect", "grpc-web")

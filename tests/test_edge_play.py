@@ -14,10 +14,10 @@ import grpc
 import pytest
 
 from gateway.server import start_gateway
-from gateway.status import INTERNAL
 from gateway.workers import GrpcWorker, Router, WorkerClient
 from protos.tablehall.v1 import matches_pb2, matches_pb2_grpc
 from tablehall.client import Client, action_message
+from workers.edge import INTERNAL
 from workers.host import MatchHost
 from workers.service import start_worker_server
 from workers.storage import LogEntry, MemoryStorage, Progress

@@ -1,37 +1,54 @@
-"""Service errors, one class per kind of failure, each with a stable code (the rules' own errors are in
-`workers.games.errors`). The gateway maps every code to a gRPC status once, in `gateway.status`."""
+"""Service errors, one class per kind of failure, each with its stable code and its gRPC status (the
+rules' own errors are in `workers.games.errors`, their status by name). The tables of codes are derived
+from the classes; `workers.edge` ends every call with the status of the error that ended it."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
+
+import grpc
 
 from workers.games.errors import IllegalAction, MalformedAction, RulesError
 
 
 class ServiceError(Exception):
+    """Base of the service's refusals: `code` is stable across releases (the `tablehall-error` trailer,
+    metrics labels), `status` is how the call reads over gRPC. A subclass that sets its own code sets its
+    status beside it."""
+
     code: ClassVar[str] = "internal"
+    status: ClassVar[grpc.StatusCode] = grpc.StatusCode.INTERNAL
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" in vars(cls) and "status" not in vars(cls):
+            raise TypeError(f"{cls.__name__} sets code {cls.code!r} without its status")
 
 
 class NotFound(ServiceError):
     code = "not_found"
+    status = grpc.StatusCode.NOT_FOUND
 
 
 class Unauthenticated(ServiceError):
     """No token, or a token that is no seat of this match."""
 
     code = "unauthenticated"
+    status = grpc.StatusCode.UNAUTHENTICATED
 
 
 class NotYourSeat(ServiceError):
     """A valid token asked to act for another seat."""
 
     code = "permission_denied"
+    status = grpc.StatusCode.PERMISSION_DENIED
 
 
 class NotFinished(ServiceError):
     """What needs a finished match (its record) asked of one still running."""
 
     code = "not_finished"
+    status = grpc.StatusCode.FAILED_PRECONDITION
 
 
 class NotOwner(ServiceError):
@@ -39,6 +56,7 @@ class NotOwner(ServiceError):
     to `moved_to` when the partition is known to have moved there)."""
 
     code = "wrong_owner"
+    status = grpc.StatusCode.UNAVAILABLE
 
     def __init__(self, message: str, moved_to: str = "") -> None:
         super().__init__(message)
@@ -47,23 +65,26 @@ class NotOwner(ServiceError):
 
 class Unavailable(ServiceError):
     code = "unavailable"
+    status = grpc.StatusCode.UNAVAILABLE
 
 
 class NotStarted(ServiceError):
     """A command for a scheduled match before its start (nothing is dealt, no clock runs yet)."""
 
     code = "not_started"
+    status = grpc.StatusCode.FAILED_PRECONDITION
 
 
 class RateLimited(ServiceError):
     """A caller over its request budget or its open-stream limit (gateway/limits.py): retry later."""
 
     code = "rate_limited"
+    status = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
-ERRORS: dict[str, type[Exception]] = {
-    cls.code: cls
-    for cls in (
+ERRORS: dict[str, type[ServiceError] | type[RulesError]] = {
+    kind.code: kind
+    for kind in (
         NotFound,
         Unauthenticated,
         NotYourSeat,
@@ -76,6 +97,20 @@ ERRORS: dict[str, type[Exception]] = {
         MalformedAction,
     )
 }
+"""The refusals that cross the gateway→worker hop, by code (`error_for` rebuilds them on the far side)."""
+
+
+def status_of(kind: type[BaseException]) -> grpc.StatusCode:
+    """The gRPC status a call ends with when `kind` ends it: its own, INTERNAL for an unexpected error."""
+    if issubclass(kind, ServiceError):
+        return kind.status
+    if issubclass(kind, RulesError):
+        return grpc.StatusCode[kind.status.name]
+    return grpc.StatusCode.INTERNAL
+
+
+STATUS: dict[str, grpc.StatusCode] = {code: status_of(kind) for code, kind in ERRORS.items()}
+"""Each code of `ERRORS` with its gRPC status, derived from the classes."""
 
 
 def error_for(code: str, message: str, moved_to: str = "") -> Exception:
@@ -85,4 +120,4 @@ def error_for(code: str, message: str, moved_to: str = "") -> Exception:
     return ERRORS.get(code, ServiceError)(message)
 
 
-__all__ = ["ERRORS", "RulesError", "ServiceError", "error_for"]
+__all__ = ["ERRORS", "STATUS", "RulesError", "ServiceError", "error_for", "status_of"]

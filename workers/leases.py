@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from workers.errors import ServiceError
+from workers.errors import NotOwner, ServiceError
 from workers.partitions import PARTITIONS
 
 
@@ -35,7 +35,8 @@ class MemberState(StrEnum):
 class LeaseLost(ServiceError):
     """This worker's heartbeat was refused: it was marked down (or gone), so it may hold nothing."""
 
-    code = "wrong_owner"
+    code = NotOwner.code  # the same refusal as NotOwner's
+    status = NotOwner.status
 
 
 @dataclass(frozen=True, slots=True)

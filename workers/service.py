@@ -10,8 +10,8 @@ from typing import Any, TypeAlias, TypeVar
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from gateway.status import INTERNAL, Known, edge, edge_stream, quiet_dropped_clients
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
+from workers.edge import INTERNAL, Known, edge, edge_stream, quiet_dropped_clients
 from workers.errors import NotOwner
 from workers.host import MatchHost
 from workers.keeper import LeaseKeeper

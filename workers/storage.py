@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from workers.errors import ServiceError
+from workers.errors import NotOwner, ServiceError
 from workers.games.engine import JSON
 from workers.leases import LeaseLost, LeaseTable, Member, MemberState, PartitionLease, Taken
 
@@ -19,7 +19,8 @@ from workers.leases import LeaseLost, LeaseTable, Member, MemberState, Partition
 class FencedOut(ServiceError):
     """Another worker claimed this partition after us: our writes are refused, we stop serving it."""
 
-    code = "wrong_owner"
+    code = NotOwner.code  # the same refusal as NotOwner's
+    status = NotOwner.status
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,6 @@ from google.protobuf.json_format import MessageToDict
 from sqlalchemy import Engine
 
 from gateway.service import bearer, bearer_token, token_sha256
-from gateway.status import edge, edge_stream
 from gateway.tournaments import reports, store
 from gateway.tournaments.director import Director, TournamentSpec
 from gateway.tournaments.errors import NoDatabase, NotYours
@@ -21,6 +20,7 @@ from gateway.tournaments.organizers import Organizer, organizer_by_key
 from gateway.tournaments.rounds import TIE_BREAKS
 from gateway.workers import Router
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_grpc
+from workers.edge import edge, edge_stream
 from workers.errors import Unauthenticated
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]

@@ -21,7 +21,8 @@ FORMAT = "tablehall-record/1"
 class MalformedRecord(RulesError):
     """The file is not a record: not JSON, missing fields, unknown tile or card, bad times."""
 
-    code = "malformed_input"
+    code = MalformedAction.code  # the same refusal as a malformed action's
+    status = MalformedAction.status
 
 
 @dataclass(frozen=True, slots=True)

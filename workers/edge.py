@@ -1,4 +1,6 @@
-"""The one place where error codes become gRPC statuses, with a message a player can read.
+"""The error edge of every servicer, the gateway's and the workers': a call that raised ends with its
+error's gRPC status and stable code (both carried by the error's class, `workers.errors`), and a message a
+player can read.
 
 Servicer methods are wrapped by `edge` (unary) or `edge_stream` (server streaming). An unexpected
 exception is logged with its traceback on the server and reaches the caller as INTERNAL, never as a trace.
@@ -17,7 +19,7 @@ from typing import Any, NoReturn, TypeVar
 import grpc
 
 from workers import metrics
-from workers.errors import ServiceError
+from workers.errors import ServiceError, status_of
 from workers.games.errors import RulesError
 
 log = logging.getLogger("tablehall")
@@ -28,24 +30,6 @@ MOVED_TO_KEY = "tablehall-moved-to"
 
 INTERNAL = "internal error: the service logged it"
 """What a caller reads when something unexpected failed (the traceback stays in the service's log)."""
-
-STATUS: dict[str, grpc.StatusCode] = {
-    "malformed_input": grpc.StatusCode.INVALID_ARGUMENT,
-    "illegal_action": grpc.StatusCode.FAILED_PRECONDITION,
-    "not_finished": grpc.StatusCode.FAILED_PRECONDITION,
-    "not_started": grpc.StatusCode.FAILED_PRECONDITION,
-    "batch_rejected": grpc.StatusCode.INVALID_ARGUMENT,
-    "no_database": grpc.StatusCode.FAILED_PRECONDITION,
-    "round_not_over": grpc.StatusCode.FAILED_PRECONDITION,
-    "tournament_over": grpc.StatusCode.FAILED_PRECONDITION,
-    "not_found": grpc.StatusCode.NOT_FOUND,
-    "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
-    "permission_denied": grpc.StatusCode.PERMISSION_DENIED,
-    "rate_limited": grpc.StatusCode.RESOURCE_EXHAUSTED,
-    "wrong_owner": grpc.StatusCode.UNAVAILABLE,
-    "unavailable": grpc.StatusCode.UNAVAILABLE,
-    "internal": grpc.StatusCode.INTERNAL,
-}
 
 Known = (ServiceError, RulesError)
 
@@ -79,7 +63,7 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -
     metadata: tuple[tuple[str, str], ...] = ((ERROR_CODE_KEY, code),)
     if moved_to := getattr(error, "moved_to", ""):
         metadata += ((MOVED_TO_KEY, moved_to),)
-    await context.abort(STATUS.get(code, grpc.StatusCode.INTERNAL), shown(str(error)), metadata)
+    await context.abort(status_of(type(error)), shown(str(error)), metadata)
     raise AssertionError("unreachable")  # context.abort raises
 
 
@@ -92,7 +76,7 @@ async def settle(error: Exception, context: grpc.aio.ServicerContext[Any, Any], 
     if where in COMMANDS:
         metrics.REJECTED.labels(code).inc()
     trailer = ((ERROR_CODE_KEY, code),) if isinstance(error, Known) else ()
-    await context.abort(STATUS.get(code, grpc.StatusCode.INTERNAL), message, trailer)
+    await context.abort(status_of(type(error)), message, trailer)
     raise AssertionError("unreachable")  # context.abort raises
 
 
