@@ -52,7 +52,7 @@ app.conf.update(
         "tablehall-rating-backlog": {"task": "ratings.backlog", "schedule": max(30.0, settings.sweep_s())},
         "tablehall-tournaments": {"task": "tournaments.advance", "schedule": settings.sweep_s()},
     },
-    include=["ratings.tournaments"],
+    include=["gateway.tournaments.tasks"],  # the director lives in the gateway; loaded by name, not imported
 )
 
 

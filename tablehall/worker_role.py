@@ -200,7 +200,7 @@ def tournament_queue() -> Callable[[str], None] | None:
     without a broker the periodic pass of whoever runs the tournament jobs notices within its period."""
     if not os.environ.get("TABLEHALL_REDIS_URL"):
         return None
-    from ratings.tournaments import enqueue_ended
+    from gateway.tournaments.tasks import enqueue_ended
 
     def send(match_id: str) -> None:
         future = asyncio.get_running_loop().run_in_executor(None, enqueue_ended, match_id)

@@ -38,6 +38,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def test_every_task_is_registered_under_the_name_queues_and_beat_use() -> None:
+    """Queued tasks and redbeat's schedule name tasks, so a task's name must outlive a move of its code."""
+    from ratings.celery import app
+
+    app.loader.import_default_modules()  # what a Celery worker does with the app's `include`
+    names = {"ratings.rate", "ratings.sweep", "ratings.backlog", "tournaments.table_ended", "tournaments.advance"}
+    assert names <= set(app.tasks)
+    assert {entry["task"] for entry in app.conf.beat_schedule.values()} <= names
+
+
 def test_rounds_move_on_through_the_celery_task(broker: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with postgres_database() as url:
         port = free_port()

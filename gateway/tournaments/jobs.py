@@ -1,7 +1,7 @@
 """Tournaments moving on by themselves in one process (`tablehall serve`): the workers' `on_ended` hook
 feeds ended match ids to a director, and a periodic pass catches anything a hook missed (a restart, a
 batch left half-created). The distributed setup runs the same director calls as Celery tasks
-(ratings/tournaments.py)."""
+(`tasks.py`)."""
 
 from __future__ import annotations
 

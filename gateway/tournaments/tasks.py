@@ -1,11 +1,11 @@
-"""Tournaments on the Celery side: a worker process sends `tournaments.table_ended` for every match that
-ends, and beat runs `tournaments.advance` every sweep period (the catch-all: lost tasks, batches left
-half-created, rounds of tournaments whose tables ended while nobody listened).
+"""Tournaments on the Celery side (`celery -A ratings` loads this module through the app's `include`):
+a worker process sends `tournaments.table_ended` for every match that ends, and beat runs
+`tournaments.advance` every sweep period (the catch-all: lost tasks, batches left half-created, rounds of
+tournaments whose tables ended while nobody listened).
 
-Both run the gateway's director (gateway/tournaments/director.py) against the workers over gRPC (found in
-the lease table, or the static `TABLEHALL_WORKERS` at `TABLEHALL_WORKER_ADDRESS`) and the database of
-`TABLEHALL_DATABASE_URL`. Running a
-task twice, or beside another director, is harmless: the database lets one writer plan a round.
+Both run the director (`director.py`) against the workers over gRPC (found in the lease table, or the
+static `TABLEHALL_WORKERS` at `TABLEHALL_WORKER_ADDRESS`) and the database of `TABLEHALL_DATABASE_URL`.
+Running a task twice, or beside another director, is harmless: the database lets one writer plan a round.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ def _with_director(work: Callable[[Director], Awaitable[None]]) -> bool:
     return True
 
 
+# The task names are explicit and predate this module (it was ratings/tournaments.py): queued tasks and
+# beat's redbeat schedule name them, so they must not change when the code moves.
 @app.task(name="tournaments.table_ended")  # type: ignore[untyped-decorator]
 def table_ended(match_id: str) -> bool:
     """A match ended: if it was a tournament's table, the next step of that tournament."""
