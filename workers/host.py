@@ -19,7 +19,7 @@ import logging
 import os
 import secrets
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -404,6 +404,18 @@ class MatchHost:
             await actor.settle()
         progress = actor.progress(actor.match)
         return host_pb2.HostSettleResponse(status=progress.status, void_reason=progress.void_reason or "")
+
+    def census(self) -> metrics.Census:
+        """What the scrape-time gauges count here: live matches and their watchers by game, partitions."""
+        active: Counter[str] = Counter()
+        watching: Counter[str] = Counter()
+        for actor in list(self.actors.values()):
+            if actor.closed:
+                continue
+            watching[actor.entry.game] += len(actor.watchers)
+            if not actor.match.over:
+                active[actor.entry.game] += 1
+        return metrics.Census(active, watching, len(self.held))
 
     async def stop(self) -> None:
         """Stop serving everything here (the process is ending)."""

@@ -6,7 +6,8 @@ error code, reason; never a match id or a player). Each process serves its own `
 `tablehall worker`, and the Celery worker (prefork: multiprocess mode, see `ratings/celery.py`).
 
 `tablehall_matches_active` and `tablehall_watchers_connected` are read from the live match hosts when
-scraped (a collector, not a gauge kept in step by hand), so they cannot drift from the actors.
+scraped (a collector, not a gauge kept in step by hand), so they cannot drift from the actors. A host
+counts itself (`Census`): this module knows nothing of hosts, so the host can import it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import logging
 import os
 import weakref
 from collections import Counter as Tally
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
@@ -25,9 +27,6 @@ from prometheus_client.registry import Collector
 from workers.errors import ERRORS
 from workers.games.catalog import games
 from workers.voids import VoidReason
-
-if TYPE_CHECKING:
-    from workers.host import MatchHost
 
 log = logging.getLogger("tablehall.metrics")
 
@@ -152,15 +151,34 @@ def initialise() -> None:
 
 initialise()
 
-_hosts: weakref.WeakSet[MatchHost] = weakref.WeakSet()
+
+@dataclass(frozen=True, slots=True)
+class Census:
+    """What one live match host holds when scraped (workers/host.py `census`)."""
+
+    active: Mapping[str, int]
+    """Matches in progress, by game."""
+    watching: Mapping[str, int]
+    """Open watch streams (Watch, Play), by game."""
+    partitions: int
+    """Partitions served."""
 
 
-def track(host: MatchHost) -> None:
+class Counted(Protocol):
+    """A live match host as the gauges see it."""
+
+    def census(self) -> Census: ...
+
+
+_hosts: weakref.WeakSet[Counted] = weakref.WeakSet()
+
+
+def track(host: Counted) -> None:
     """Count this host's matches and watchers in the scrape-time gauges."""
     _hosts.add(host)
 
 
-def untrack(host: MatchHost) -> None:
+def untrack(host: Counted) -> None:
     _hosts.discard(host)
 
 
@@ -170,15 +188,12 @@ class LiveMatches(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         active: Tally[str] = Tally()
         watching: Tally[str] = Tally()
-        owned = sum(len(host.held) for host in list(_hosts))
+        owned = 0
         for host in list(_hosts):
-            for actor in list(host.actors.values()):
-                if actor.closed:
-                    continue
-                game = actor.entry.game
-                watching[game] += len(actor.watchers)
-                if not actor.match.over:
-                    active[game] += 1
+            census = host.census()
+            active.update(census.active)
+            watching.update(census.watching)
+            owned += census.partitions
         matches = GaugeMetricFamily(
             "tablehall_matches_active", "Matches in progress on this worker, by game.", labels=["game"]
         )

@@ -5,17 +5,42 @@ one transaction, idempotent per match id; started now; voided when the batch cou
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 
 from protos.tablehall.v1 import host_pb2
 from workers.actor import MatchActor
-from workers.games.engine import Millis
+from workers.games.engine import Game, Millis
 from workers.games.errors import MalformedAction
-from workers.storage import MatchEntry
+from workers.storage import MatchEntry, Storage
 from workers.voids import VoidReason
 
-if TYPE_CHECKING:
-    from workers.host import MatchHost
+T = TypeVar("T")
+
+
+class MatchHost(Protocol):
+    """What bulk tables use of their worker's match host (workers/host.py), which hands its table calls to
+    this module: named here, so the two modules do not import each other."""
+
+    storage: Storage
+    actors: dict[str, MatchActor]
+    ended: OrderedDict[str, MatchActor]
+    clock: Callable[[], int]
+
+    async def entry_of(self, request: host_pb2.HostCreateRequest) -> MatchEntry: ...
+
+    async def owned(self, match_id: str) -> int: ...
+
+    async def actor(self, match_id: str) -> MatchActor: ...
+
+    async def while_held(self, partitions: set[int], work: Awaitable[T]) -> T: ...
+
+    def epoch(self, partition: int) -> int: ...
+
+    def game_of(self, entry: MatchEntry) -> Game[Any, Any, Any]: ...
+
+    def actor_kw(self) -> dict[str, object]: ...
 
 
 async def create(host: MatchHost, request: host_pb2.HostCreateTablesRequest) -> host_pb2.HostTablesResponse:
