@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from workers.games.engine import JSON
 from workers.games.errors import MalformedAction, quote
 
 Value = int | float | bool | None
@@ -39,7 +38,7 @@ class OptionSpec:
     most: float = 0
     multiple_of: int = 1
 
-    def read(self, raw: Mapping[str, JSON]) -> Value:
+    def read(self, raw: Mapping[str, object]) -> Value:
         """This option's value in `raw` (its default when absent), or `MalformedAction` outside the range."""
         if self.name not in raw:
             return self.default
@@ -85,7 +84,7 @@ class OptionSpec:
         return _number(self.default) + (" s" if self.kind is Kind.SECONDS else "")
 
 
-def read_options(specs: tuple[OptionSpec, ...], raw: Mapping[str, JSON], game: str) -> dict[str, Value]:
+def read_options(specs: tuple[OptionSpec, ...], raw: Mapping[str, object], game: str) -> dict[str, Value]:
     """Every option of a game from a match's (or a record's) options; unknown names are refused."""
     known = {spec.name for spec in specs}
     unknown = sorted(str(name) for name in raw if name not in known)
