@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from tablehall.preflight import DevClusterError, preflight
+from tablehall.preflight import DevClusterError, Settings, preflight
 
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/tablehall_dev"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -41,46 +41,6 @@ EXIT_SETTINGS = 2
 
 class Interrupted(Exception):
     """Ctrl-C (or SIGTERM) while the roles were starting."""
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    workers: int
-    host: str
-    port: int
-    worker_base_port: int
-    database_url: str
-    redis_url: str
-    metrics_port: int
-    """0: off; else the gateway's /metrics, the Celery worker's on the next port, worker k's on P + 2 + k."""
-    celery_concurrency: int
-    log_dir: Path
-
-    @property
-    def dial_host(self) -> str:
-        return "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
-
-    def worker_port(self, slot: int) -> int:
-        return self.worker_base_port + slot
-
-    def metrics_of(self, index: int) -> int:
-        """/metrics port of role `index` (0 gateway, 1 the Celery worker, 2 + k worker slot k), 0 when off."""
-        return self.metrics_port + index if self.metrics_port else 0
-
-    def environment(self) -> dict[str, str]:
-        """What every role reads (the ConfigMap and Secret of k8s/, here from one place)."""
-        env = dict(os.environ)
-        env.update(
-            TABLEHALL_DATABASE_URL=self.database_url,
-            TABLEHALL_REDIS_URL=self.redis_url,
-            TABLEHALL_METRICS_HOST=self.host,
-            PYTHONUNBUFFERED="1",
-        )
-        for static in ("TABLEHALL_WORKERS", "TABLEHALL_WORKER_ADDRESS"):  # the workers are found by their leases
-            env.pop(static, None)
-        env.pop("TABLEHALL_METRICS_PORT", None)  # each role gets its own port by flag (or none)
-        env.pop("PROMETHEUS_MULTIPROC_DIR", None)  # only the Celery worker counts across processes
-        return env
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,13 +1,54 @@
-"""`tablehall dev-cluster`'s checks before anything starts: sane numbers, free ports, a reachable Redis, a
-database that exists (a missing PostgreSQL database is created) and is migrated once."""
+"""`tablehall dev-cluster`'s settings, and its checks before anything starts: sane numbers, free ports, a
+reachable Redis, a database that exists (a missing PostgreSQL database is created) and is migrated once."""
 
 from __future__ import annotations
 
+import os
 import socket
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from pathlib import Path
 
-if TYPE_CHECKING:
-    from tablehall.devcluster import Settings
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What `tablehall dev-cluster` runs and where: its flags, read once."""
+
+    workers: int
+    host: str
+    port: int
+    worker_base_port: int
+    database_url: str
+    redis_url: str
+    metrics_port: int
+    """0: off; else the gateway's /metrics, the Celery worker's on the next port, worker k's on P + 2 + k."""
+    celery_concurrency: int
+    log_dir: Path
+
+    @property
+    def dial_host(self) -> str:
+        return "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+
+    def worker_port(self, slot: int) -> int:
+        return self.worker_base_port + slot
+
+    def metrics_of(self, index: int) -> int:
+        """/metrics port of role `index` (0 gateway, 1 the Celery worker, 2 + k worker slot k), 0 when off."""
+        return self.metrics_port + index if self.metrics_port else 0
+
+    def environment(self) -> dict[str, str]:
+        """What every role reads (the ConfigMap and Secret of k8s/, here from one place)."""
+        env = dict(os.environ)
+        env.update(
+            TABLEHALL_DATABASE_URL=self.database_url,
+            TABLEHALL_REDIS_URL=self.redis_url,
+            TABLEHALL_METRICS_HOST=self.host,
+            PYTHONUNBUFFERED="1",
+        )
+        for static in ("TABLEHALL_WORKERS", "TABLEHALL_WORKER_ADDRESS"):  # the workers are found by their leases
+            env.pop(static, None)
+        env.pop("TABLEHALL_METRICS_PORT", None)  # each role gets its own port by flag (or none)
+        env.pop("PROMETHEUS_MULTIPROC_DIR", None)  # only the Celery worker counts across processes
+        return env
 
 
 class DevClusterError(Exception):
