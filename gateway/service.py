@@ -269,8 +269,8 @@ def _rated_game(name: str) -> str:
 
 
 async def _ratings_engine() -> Any:
-    from ratings.settings import engine_for
     from workers.sql.engine import database_url
+    from workers.sql.migrate import engine_for
 
     url = database_url()
     if url == "memory":

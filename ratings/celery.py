@@ -31,6 +31,7 @@ from ratings.sweep import sweep_once
 from workers import metrics
 from workers.settings import Topology
 from workers.sql.engine import database_url
+from workers.sql.migrate import engine_for
 
 log = logging.getLogger("tablehall.ratings")
 
@@ -61,7 +62,7 @@ app.conf.update(
 )
 def rate(match_id: str) -> str:
     """Rate one finished match (exactly once, however often this runs)."""
-    result = rating.rate_match(settings.engine_for(database_url()), match_id)
+    result = rating.rate_match(engine_for(database_url()), match_id)
     log.info("match %s: %s", match_id, result)
     return result
 
@@ -73,7 +74,7 @@ def sweep() -> dict[str, object]:
     async def run() -> dict[str, object]:
         owners = over_grpc(topology) if topology.workers >= 1 else over_leases(database_url())
         async with owners as settle:
-            report = await sweep_once(settings.engine_for(database_url()), settle)
+            report = await sweep_once(engine_for(database_url()), settle)
         return report.to_json()
 
     report = asyncio.run(run())
@@ -84,7 +85,7 @@ def sweep() -> dict[str, object]:
 @app.task(name="ratings.backlog")  # type: ignore[untyped-decorator]
 def backlog() -> int:
     """Finished matches whose rating task never arrived (Redis was down, a worker died): rate them."""
-    pending = rating.backlog(settings.engine_for(database_url()))
+    pending = rating.backlog(engine_for(database_url()))
     for match_id in pending:
         rate.delay(match_id)
     return len(pending)

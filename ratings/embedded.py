@@ -66,7 +66,9 @@ async def embedded_jobs(
         log.warning("ratings and sweeps need a database: none with TABLEHALL_DATABASE_URL=memory")
         yield None
         return
-    engine = await asyncio.to_thread(settings.engine_for, url)
+    from workers.sql.migrate import engine_for  # alembic is imported only where a database is used
+
+    engine = await asyncio.to_thread(engine_for, url)
     jobs = EmbeddedJobs(engine, make_settle())
     loop = asyncio.create_task(jobs.run())
     try:

@@ -1,11 +1,9 @@
-"""The jobs' settings, from the environment (the same variables feed the workers and the gateway)."""
+"""The jobs' settings, from the environment (the same variables feed the workers and the gateway);
+the database is opened by `workers.sql.migrate.engine_for`."""
 
 from __future__ import annotations
 
 import os
-import threading
-
-from sqlalchemy import Engine
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -39,21 +37,3 @@ def continue_ms() -> int:
 def idle_ms() -> int:
     """A clockless 501♠ table with no change for this long is abandoned (`TABLEHALL_IDLE_S`, 1 hour)."""
     return int(_seconds("TABLEHALL_IDLE_S", 3600.0) * 1000)
-
-
-_engines: dict[str, Engine] = {}
-_lock = threading.Lock()
-
-
-def engine_for(url: str) -> Engine:
-    """One migrated engine per database URL per process (created lazily: after Celery's fork)."""
-    with _lock:
-        engine = _engines.get(url)
-        if engine is None:
-            from workers.sql.engine import make_engine
-            from workers.sql.migrate import migrate
-
-            engine = make_engine(url)
-            migrate(url, engine)
-            _engines[url] = engine
-        return engine

@@ -15,9 +15,10 @@ import time
 from sqlalchemy import Engine, select
 
 from ratings import rating
-from ratings.settings import engine_for, redis_url
+from ratings.settings import redis_url
 from ratings.sweep import Due, sweep_once
 from workers.sql import models as m
+from workers.sql.migrate import engine_for
 
 
 def _finished_template(url: str) -> str:

@@ -28,7 +28,7 @@ def bench_tables(tables: int, game: str, database_url: str | None) -> int:
     with tempfile.TemporaryDirectory(prefix="tablehall-bench-tables-") as tmp:
         url = database_url or f"sqlite:///{Path(tmp) / 'bench.db'}"
         from gateway.tournaments.organizers import create_organizer
-        from ratings.settings import engine_for
+        from workers.sql.migrate import engine_for
 
         key = create_organizer(engine_for(url), f"bench-{os.getpid()}-{time.time_ns()}")
         env = {**os.environ, "TABLEHALL_LOG_LEVEL": "WARNING"}

@@ -57,9 +57,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _organizer(name: str, url: str | None) -> int:
     from gateway.tournaments.organizers import create_organizer
-    from ratings.settings import engine_for
     from workers.games.errors import MalformedAction
     from workers.sql.engine import database_url
+    from workers.sql.migrate import engine_for
 
     url = url or database_url()
     if url == "memory":

@@ -179,8 +179,8 @@ def test_sweeps_find_a_matchs_worker_by_its_lease(pg_url: str, tmp_path: Path) -
     overdue deadline (and answers); once that worker is killed and nobody holds its partition, the sweep
     voids the match `owner_unreachable`. Time is injected into the sweep (`now`), not waited for."""
     from ratings.owners import over_leases
-    from ratings.settings import engine_for
     from ratings.sweep import sweep_once
+    from workers.sql.migrate import engine_for
 
     async def body() -> None:
         async with fleet(pg_url, tmp_path, 1) as f:

@@ -19,7 +19,6 @@ from sqlalchemy import func, select
 from protos.tablehall.v1 import host_pb2
 from ratings import api, rating
 from ratings import models as r
-from ratings.settings import engine_for
 from tablehall.bots import choose
 from tests.storage_backends import SQL_BACKENDS, backend_for
 from workers.actor import unix_ms
@@ -27,6 +26,7 @@ from workers.games.engine import Millis, Seat
 from workers.host import MatchHost
 from workers.partitions import owner_of
 from workers.sql import SqlStorage
+from workers.sql.migrate import engine_for
 
 SB_FAST = {"start_points": 20, "bank_s": 60, "delay_s": 10}
 F501_FAST = {"start_score": 60}

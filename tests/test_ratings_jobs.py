@@ -23,7 +23,6 @@ from celery import Celery
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from ratings import rating
 from ratings.owners import in_process, over_grpc
-from ratings.settings import engine_for
 from ratings.sweep import sweep_once
 from tests.processes import stop_process
 from tests.storage_backends import backend_for
@@ -31,6 +30,7 @@ from tests.test_ratings_db import F501_FAST, counts, create, hosted, new_id, pla
 from workers.actor import unix_ms
 from workers.host import MatchHost
 from workers.settings import Topology
+from workers.sql.migrate import engine_for
 from workers.sql.reads import log as read_log
 
 REDIS = os.environ.get("TABLEHALL_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")

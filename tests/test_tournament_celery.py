@@ -18,11 +18,11 @@ from gateway.server import start_gateway
 from gateway.tournaments.organizers import create_organizer
 from gateway.workers import GrpcWorker, Router
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_grpc
-from ratings.settings import engine_for
 from tablehall.client import Client
 from tablehall.entrant import play_tournament
 from tests.storage_backends import postgres_database
 from tests.test_ratings_jobs import emptied, spawn, stop, wait_for
+from workers.sql.migrate import engine_for
 
 REDIS = os.environ.get("TABLEHALL_TEST_TOURNAMENT_REDIS_URL", "redis://127.0.0.1:6379/13")
 

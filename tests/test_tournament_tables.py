@@ -284,9 +284,9 @@ def test_owners_split_a_batch_like_the_router() -> None:
 def test_a_held_match_survives_a_worker_restart_and_the_sweeps(tmp_path: Path) -> None:
     """Recovery keeps a held match held (same start), then its timer starts it; the sweeps never call a
     held table abandoned or overdue before its start."""
-    from ratings.settings import engine_for
     from ratings.sweep import due
     from workers.sql import SqlStorage
+    from workers.sql.migrate import engine_for
 
     url = f"sqlite:///{tmp_path / 'restart.db'}"
     clock = FrozenClock()

@@ -22,12 +22,12 @@ from gateway.tournaments.jobs import EndedTables, tournament_jobs
 from gateway.tournaments.organizers import create_organizer
 from gateway.workers import GrpcWorker, Router, WorkerClient
 from protos.tablehall.v1 import tournaments_pb2_grpc
-from ratings.settings import engine_for
 from tablehall.client import Client, TablehallError
 from workers.actor import unix_ms
 from workers.host import MatchHost
 from workers.sql import SqlStorage
 from workers.sql import models as m
+from workers.sql.migrate import engine_for
 
 T = TypeVar("T")
 

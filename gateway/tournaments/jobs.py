@@ -44,8 +44,9 @@ async def tournament_jobs(
         yield None
         return
     from ratings import settings
+    from workers.sql.migrate import engine_for
 
-    engine = await asyncio.to_thread(settings.engine_for, url)
+    engine = await asyncio.to_thread(engine_for, url)
     director = Director(engine, router)
     period = settings.sweep_s() if period_s is None else period_s
 

@@ -233,8 +233,8 @@ def tournament_message(snap: store.Snapshot, with_tables: bool, now_unix_ms: int
 
 
 async def _engine() -> Engine:
-    from ratings.settings import engine_for
     from workers.sql.engine import database_url
+    from workers.sql.migrate import engine_for
 
     url = database_url()
     if url == "memory":

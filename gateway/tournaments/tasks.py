@@ -16,10 +16,10 @@ from collections.abc import Awaitable, Callable
 
 from gateway.tournaments.director import Director
 from gateway.workers import router_for
-from ratings import settings
 from ratings.celery import app
 from workers.settings import Topology
 from workers.sql.engine import database_url
+from workers.sql.migrate import engine_for
 
 log = logging.getLogger("tablehall.tournaments")
 
@@ -29,7 +29,7 @@ def _with_director(work: Callable[[Director], Awaitable[None]]) -> bool:
 
     async def run() -> None:
         async with router_for(Topology.from_env(), database_url(), probe=False) as router:
-            await work(Director(settings.engine_for(database_url()), router))
+            await work(Director(engine_for(database_url()), router))
 
     asyncio.run(run())
     return True

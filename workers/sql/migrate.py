@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import threading
 from pathlib import Path
 
 from alembic import command
@@ -48,6 +49,22 @@ def _run(url: str, engine: Engine | None, upgrade: bool, revision: str) -> None:
 def migrate(url: str, engine: Engine | None = None, revision: str = "head") -> None:
     """Upgrade the database at `url` to `revision` (several processes may do this at once)."""
     _run(url, engine, True, revision)
+
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def engine_for(url: str) -> Engine:
+    """One migrated engine per database URL per process, for whoever reads and writes beside the match log
+    (ratings, tournaments, organizers); created on first use, so after a Celery fork."""
+    with _engines_lock:
+        engine = _engines.get(url)
+        if engine is None:
+            engine = make_engine(url)
+            migrate(url, engine)
+            _engines[url] = engine
+        return engine
 
 
 def downgrade(url: str, engine: Engine | None = None, revision: str = "base") -> None:
