@@ -150,14 +150,34 @@ class _Command:
     t: Millis
 
 
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    """A record's fields, each read and checked (`_read`): what `replay` runs through the rules again."""
+
+    game: Game[Any, Any, Any]
+    players: tuple[str, ...]
+    options: Mapping[str, JSON]
+    lot: Seat
+    deals: tuple[Any, ...]
+    """In the order they were dealt, as the game parsed them."""
+    commands: tuple[_Command, ...]
+    end_t: Millis | None
+    """When the match was closed; None: at its last event."""
+    void_reason: str | None
+    """Why the service voided the match (None: not voided)."""
+    void_t: Millis
+    """When it was voided (only read with a `void_reason`)."""
+
+
 def replay(record: JSON) -> Replay:
     """Re-run a record through the rules engine. Raises `MalformedRecord` for anything unreadable."""
-    game, players, options, lot, deals, commands, end_t, void = _read(record)
+    recorded = _read(record)
+    game = recorded.game
     try:
-        match = Match.start(game, players, options, lot)
+        match = Match.start(game, recorded.players, recorded.options, recorded.lot)
     except MalformedAction as err:
         raise MalformedRecord(f"options: {err}") from None
-    pending = iter(deals)
+    pending = iter(recorded.deals)
 
     def dealt(match: Match, now: Millis) -> Match:
         while game.needs_deal(match.state):
@@ -171,7 +191,7 @@ def replay(record: JSON) -> Replay:
         return match
 
     match = dealt(match, Millis(0))
-    for index, command in enumerate(commands):
+    for index, command in enumerate(recorded.commands):
         match, _ = match.advance(command.t)
         match = dealt(match, command.t)
         try:
@@ -179,31 +199,20 @@ def replay(record: JSON) -> Replay:
         except IllegalAction as err:
             return Replay(match.outcome(), str(err), index)
         match = dealt(match, command.t)
-    close = end_t if end_t is not None else match.now
+    close = recorded.end_t if recorded.end_t is not None else match.now
     if close < match.now:
         raise MalformedRecord("end_t is earlier than the last event")
-    if void is not None:
+    if recorded.void_reason is not None and not match.over:
         # the service voided the match because it could not settle the time after the last event
         # (a late timer, an owner down): the void stands at its instant, no deadline is run before it
-        reason, void_t = void
-        if not match.over:
-            match, _ = match.void(reason, Millis(max(void_t, match.now)))
+        match, _ = match.void(recorded.void_reason, Millis(max(recorded.void_t, match.now)))
     match, _ = match.advance(close)
     return Replay(match.outcome())
 
 
-def _read(
-    record: JSON,
-) -> tuple[
-    Game[Any, Any, Any],
-    list[str],
-    Mapping[str, JSON],
-    Seat,
-    list[Any],
-    list[_Command],
-    Millis | None,
-    tuple[str, Millis] | None,
-]:
+def _read(record: JSON) -> _Recorded:
+    """Every field of a record checked before anything is replayed; `MalformedRecord` names the first
+    that is not what RECORDS.md says."""
     if not isinstance(record, dict):
         raise MalformedRecord("a record is a JSON object")
     if record.get("format") != FORMAT:
@@ -259,13 +268,16 @@ def _read(
             raise MalformedRecord(f"event {index}: {err}") from None
         commands.append(_Command(Seat(seat), action, now))
     end_t = _time(record["end_t"], "end_t") if record.get("end_t") is not None else None
-    void = None
+    void_reason: str | None = None
+    void_t = Millis(0)
     if record.get("void") is not None:
         raw_void = record["void"]
         if not isinstance(raw_void, dict) or not isinstance(raw_void.get("reason"), str):
             raise MalformedRecord('"void" must be {"reason": "...", "t": seconds}')
-        void = (raw_void["reason"], _time(raw_void.get("t", seconds(now)), "void.t"))
-    return game, players, options, lot, deals, commands, end_t, void
+        void_reason, void_t = raw_void["reason"], _time(raw_void.get("t", seconds(now)), "void.t")
+    return _Recorded(
+        game, tuple(players), options, lot, tuple(deals), tuple(commands), end_t, void_reason, void_t
+    )
 
 
 def _time(value: JSON, where: str) -> Millis:
