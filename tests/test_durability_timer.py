@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.storage_backends import Backend, backend_for
-from workers.actor import MatchActor
+from workers.actor import Hosting, MatchActor
 from workers.games.catalog import game_named
 from workers.games.records import replay
 from workers.storage import MatchEntry, MemoryStorage, Storage
@@ -44,7 +44,7 @@ async def running(storage: Storage, clock: Clock) -> tuple[MatchActor, int]:
     epoch = (await storage.claim("w0", [3]))[3]
     options = {"bank_s": BANK_MS / 1000, "delay_s": 0}
     entry = MatchEntry("m-late", game.name, ("Ana", "Bia"), options, TOKENS, T0, 0, 3)
-    actor = await MatchActor.create(entry, game, storage, epoch, clock=clock, tolerance_ms=TOLERANCE_MS)
+    actor = await MatchActor.create(entry, game, storage, epoch, Hosting(clock=clock, tolerance_ms=TOLERANCE_MS))
     for token in TOKENS:
         clock.now += 100
         await actor.command(token, None, {"do": "ready"}, clock.now)

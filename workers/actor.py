@@ -44,6 +44,23 @@ def unix_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Hosting:
+    """What a match's host gives its actor: the clock, the tolerance, and the hooks the actor calls. The
+    defaults host a match alone (no hooks, the wall clock, 1 s)."""
+
+    clock: Callable[[], int] = unix_ms
+    """The wall clock in unix ms (tests inject one): starts of scheduled matches, deadlines."""
+    tolerance_ms: int = 1000
+    """A timer fired, or a start found, later than this voids a running clock's match (SB-11)."""
+    on_fenced: Callable[[MatchActor, FencedOut], None] | None = None
+    """Called (soon after) when another worker claimed the match's partition: the host stops serving it."""
+    on_finished: Callable[[str], None] | None = None
+    """Called with the match id once a result is logged (not a void): enqueues its rating."""
+    on_ended: Callable[[str], None] | None = None
+    """Called with the match id once the match is over, result or void (tournament rounds)."""
+
+
 class MatchActor(Published):
     def __init__(
         self,
@@ -52,23 +69,12 @@ class MatchActor(Published):
         storage: Storage,
         epoch: int,
         position: Position,
-        *,
-        clock: Callable[[], int] = unix_ms,
-        tolerance_ms: int = 1000,
-        on_fenced: Callable[[MatchActor, FencedOut], None] | None = None,
-        on_finished: Callable[[str], None] | None = None,
-        on_ended: Callable[[str], None] | None = None,
+        hosting: Hosting = Hosting(),
     ) -> None:
         super().__init__(entry, game, position)
         self.storage = storage
         self.epoch = epoch
-        self.clock = clock
-        self.tolerance_ms = tolerance_ms
-        self.on_fenced = on_fenced
-        self.on_finished = on_finished
-        """Called with the match id once a result is logged (not a void): enqueues its rating."""
-        self.on_ended = on_ended
-        """Called with the match id once the match is over, result or void (tournament rounds)."""
+        self.hosting = hosting
         self.mailbox = Mailbox()
         self.stale = False
         """The log may hold changes memory lacks (a write whose outcome is unknown): catch up first."""
@@ -77,18 +83,18 @@ class MatchActor(Published):
 
     @classmethod
     async def create(
-        cls, entry: MatchEntry, game: Game[Any, Any, Any], storage: Storage, epoch: int, **kw: Any
+        cls, entry: MatchEntry, game: Game[Any, Any, Any], storage: Storage, epoch: int, hosting: Hosting = Hosting()
     ) -> MatchActor:
         await storage.create(entry, epoch)
-        return await cls.opened(entry, game, storage, epoch, **kw)
+        return await cls.opened(entry, game, storage, epoch, hosting)
 
     @classmethod
     async def opened(
-        cls, entry: MatchEntry, game: Game[Any, Any, Any], storage: Storage, epoch: int, **kw: Any
+        cls, entry: MatchEntry, game: Game[Any, Any, Any], storage: Storage, epoch: int, hosting: Hosting = Hosting()
     ) -> MatchActor:
         """A match just written to storage: dealt now, or held until its start (`created_unix_ms`)."""
-        actor = cls(entry, game, storage, epoch, fresh(game, entry), **kw)
-        if entry.created_unix_ms > actor.clock():
+        actor = cls(entry, game, storage, epoch, fresh(game, entry), hosting)
+        if entry.created_unix_ms > actor.hosting.clock():
             actor.arm()  # scheduled: the timer starts it
         else:
             await actor.start()
@@ -96,13 +102,13 @@ class MatchActor(Published):
 
     @classmethod
     def restore(
-        cls, stored: Stored, game: Game[Any, Any, Any], storage: Storage, epoch: int, **kw: Any
+        cls, stored: Stored, game: Game[Any, Any, Any], storage: Storage, epoch: int, hosting: Hosting = Hosting()
     ) -> MatchActor:
         """Rebuild from the last snapshot and the steps logged after it."""
         position = Position.thaw(game, stored.snapshot.blob) if stored.snapshot else fresh(game, stored.entry)
         for _ in changes(game, position, stored.entries):
             pass
-        return cls(stored.entry, game, storage, epoch, position, **kw)
+        return cls(stored.entry, game, storage, epoch, position, hosting)
 
     @property
     def scheduled(self) -> bool:
@@ -118,8 +124,8 @@ class MatchActor(Published):
     async def _start(self, origin_unix_ms: int | None) -> bool:
         if self.seq > 0 or self.closed:
             return False
-        now = self.clock()
-        if origin_unix_ms is not None or now - self.entry.created_unix_ms > self.tolerance_ms:
+        now = self.hosting.clock()
+        if origin_unix_ms is not None or now - self.entry.created_unix_ms > self.hosting.tolerance_ms:
             origin = now if origin_unix_ms is None else origin_unix_ms
             await self.storage.reschedule(self.match_id, self.entry.partition, self.epoch, origin)
             self.entry = dataclasses.replace(self.entry, created_unix_ms=origin)
@@ -129,7 +135,7 @@ class MatchActor(Published):
     def not_started(self) -> str:
         starts = self.entry.created_unix_ms
         when = datetime.fromtimestamp(starts / 1000, UTC).isoformat(timespec="milliseconds")
-        wait = max(0, starts - self.clock()) / 1000
+        wait = max(0, starts - self.hosting.clock()) / 1000
         return f"match {self.match_id} is scheduled: it starts at {when} (in {wait:.1f} s); nothing is dealt yet"
 
     async def command(
@@ -246,8 +252,8 @@ class MatchActor(Published):
                 metrics.LOG_COMMIT.observe(time.perf_counter() - started)
         except FencedOut as fenced:
             log.error("match %s: %s; this worker stops serving it", self.match_id, fenced)
-            if self.on_fenced is not None:  # once this change's caller has its answer (wrong_owner: not done)
-                asyncio.get_running_loop().call_soon(self.on_fenced, self, fenced)
+            if self.hosting.on_fenced is not None:  # once this change's caller has its answer (wrong_owner: not done)
+                asyncio.get_running_loop().call_soon(self.hosting.on_fenced, self, fenced)
             raise
         except Exception as error:
             metrics.FAULTS.labels("storage_error").inc()
@@ -273,10 +279,10 @@ class MatchActor(Published):
                 metrics.VOIDED.labels(match.void_reason).inc()
             else:
                 metrics.FINISHED.labels(self.entry.game, str(match.outcome().get("reason", "other"))).inc()
-        if match.over and match.void_reason is None and self.on_finished is not None:
-            self.on_finished(self.match_id)
-        if match.over and not was_over and self.on_ended is not None:
-            self.on_ended(self.match_id)
+        if match.over and match.void_reason is None and self.hosting.on_finished is not None:
+            self.hosting.on_finished(self.match_id)
+        if match.over and not was_over and self.hosting.on_ended is not None:
+            self.hosting.on_ended(self.match_id)
         if self.seq % SNAPSHOT_EVERY == 0 and not match.over:
             snapshot = Snapshot(self.seq, self.position.freeze())
             try:
@@ -329,7 +335,7 @@ class MatchActor(Published):
         deadline = Millis(0) if self.seq == 0 else self.game.next_deadline(self.match.state)
         if deadline is None or self.match.over or self.closed:
             return
-        delay = (self.entry.created_unix_ms + deadline - self.clock() + 1) / 1000
+        delay = (self.entry.created_unix_ms + deadline - self.hosting.clock() + 1) / 1000
         if retry_s is not None:
             delay = max(delay, retry_s)
         self.timer = asyncio.get_running_loop().call_later(max(0.0, delay), self._on_timer)
@@ -368,16 +374,16 @@ class MatchActor(Published):
         if self.closed:
             return
         if self.seq == 0:
-            if self.clock() < self.entry.created_unix_ms or not await self._start(None):
+            if self.hosting.clock() < self.entry.created_unix_ms or not await self._start(None):
                 self.arm()
             return
         deadline = self.game.next_deadline(self.match.state)
-        now = Millis(max(self.match.now, self.clock() - self.entry.created_unix_ms))
+        now = Millis(max(self.match.now, self.hosting.clock() - self.entry.created_unix_ms))
         if deadline is None or deadline > now or self.match.over:
             self.arm()
             return
         metrics.TIMER_LATENESS.labels(self.entry.game).observe(max(0, now - deadline) / 1000)
-        if now - deadline > self.tolerance_ms:
+        if now - deadline > self.hosting.tolerance_ms:
             metrics.FAULTS.labels("timer_late").inc()
             match, _ = self.match.void(VoidReason.TIMER_LATE, now)
             log.warning("match %s: deadline timer fired %d ms late: voided", self.match_id, now - deadline)

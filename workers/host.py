@@ -28,7 +28,7 @@ from google.protobuf.json_format import MessageToDict
 
 from protos.tablehall.v1 import host_pb2, matches_pb2
 from workers import metrics, tables
-from workers.actor import MatchActor, unix_ms
+from workers.actor import Hosting, MatchActor, unix_ms
 from workers.errors import NotFound, NotOwner, Unavailable
 from workers.games.catalog import game_named
 from workers.games.engine import JSON, Game, Millis, Seat
@@ -179,11 +179,12 @@ class MatchHost:
         gc.disable()
         try:
             restored = []
+            hosting = self.hosting()
             for stored in found:
                 game = game_named(stored.entry.game)
                 assert game is not None
                 epoch = epochs[stored.entry.partition]
-                actor = MatchActor.restore(stored, game, self.storage, epoch, **self.actor_kw())
+                actor = MatchActor.restore(stored, game, self.storage, epoch, hosting)
                 self.actors[actor.match_id] = actor
                 restored.append((actor, stored))
             return restored
@@ -234,11 +235,12 @@ class MatchHost:
             for match_id in [m for m, a in table.items() if a.entry.partition == partition]:
                 table.pop(match_id).close()
 
-    def actor_kw(self) -> dict[str, object]:
-        return {
-            "tolerance_ms": self.tolerance_ms, "on_fenced": self._fenced, "on_finished": self.on_finished,
-            "on_ended": self.on_ended, "clock": self.clock,
-        }
+    def hosting(self) -> Hosting:
+        """What this host gives each of its actors (read when an actor is made: the host's settings now)."""
+        return Hosting(
+            clock=self.clock, tolerance_ms=self.tolerance_ms,
+            on_fenced=self._fenced, on_finished=self.on_finished, on_ended=self.on_ended,
+        )
 
     def _fenced(self, actor: MatchActor, error: FencedOut) -> None:
         """Another process claimed this partition: stop serving all of its matches here (unless the write
@@ -304,7 +306,7 @@ class MatchHost:
             raise NotFound(f"no match {match_id!r}")
         game = game_named(stored.entry.game)
         assert game is not None
-        actor = MatchActor.restore(stored, game, self.storage, self.epoch(stored.entry.partition), **self.actor_kw())
+        actor = MatchActor.restore(stored, game, self.storage, self.epoch(stored.entry.partition), self.hosting())
         if actor.match.over:
             self.ended[match_id] = actor
             while len(self.ended) > ENDED_CACHE:
@@ -351,7 +353,7 @@ class MatchHost:
                 raise MalformedAction(f"match {request.match_id} exists already")
             return host_pb2.HostCreateResponse()
         epoch = self.epoch(entry.partition)
-        creating = MatchActor.create(entry, self.game_of(entry), self.storage, epoch, **self.actor_kw())
+        creating = MatchActor.create(entry, self.game_of(entry), self.storage, epoch, self.hosting())
         actor = await self.while_held({entry.partition}, creating)
         self.actors[entry.match_id] = actor
         return host_pb2.HostCreateResponse()

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from protos.tablehall.v1 import host_pb2
-from workers.actor import MatchActor
+from workers.actor import Hosting, MatchActor
 from workers.games.engine import Game, Millis
 from workers.games.errors import MalformedAction
 from workers.storage import MatchEntry, Storage
@@ -40,7 +40,7 @@ class MatchHost(Protocol):
 
     def game_of(self, entry: MatchEntry) -> Game[Any, Any, Any]: ...
 
-    def actor_kw(self) -> dict[str, object]: ...
+    def hosting(self) -> Hosting: ...
 
 
 async def create(host: MatchHost, request: host_pb2.HostCreateTablesRequest) -> host_pb2.HostTablesResponse:
@@ -65,11 +65,11 @@ async def create(host: MatchHost, request: host_pb2.HostCreateTablesRequest) -> 
             raise MalformedAction(f"table {index + 1}: match {entry.match_id} exists already, with other seats")
     writing = host.storage.create_many(entries, {e.partition: host.epoch(e.partition) for e in entries})
     await host.while_held({e.partition for e in entries}, writing)
-    kw = host.actor_kw()
+    hosting = host.hosting()
 
     async def open_one(entry: MatchEntry) -> None:
         epoch = host.epoch(entry.partition)
-        host.actors[entry.match_id] = await MatchActor.opened(entry, host.game_of(entry), host.storage, epoch, **kw)
+        host.actors[entry.match_id] = await MatchActor.opened(entry, host.game_of(entry), host.storage, epoch, hosting)
 
     await asyncio.gather(*(open_one(entry) for entry in entries))
     return await states(host, [t.match_id for t in request.tables])
