@@ -1,1 +1,3 @@
-"""The `tablehall` command line: demo, replay, benchmarks (and later the SDK and terminal client)."""
+"""The top layer, for people at the service: the `tablehall` command line (serve and the separate roles,
+play, bots, tournaments and organizers, records, replay and verify, demo, dev-cluster, benchmarks), the
+async Python SDK (`client.py`) and the terminal client (`play.py`)."""
