@@ -16,7 +16,7 @@ import pytest
 from tablehall.selfplay import self_play
 from tests.conftest import RECORDS
 from workers.games.catalog import game_named
-from workers.games.engine import JSON
+from workers.games.engine import JSON, Placement, placed
 from workers.games.records import Match
 
 
@@ -41,11 +41,12 @@ def played(game_name: str, seed: int) -> list[Match]:
     rng = random.Random(seed)
     if game_name == "501":
         players = ["a", "b", "c", "d"][: rng.choice([3, 4])]
-        options: dict[str, JSON] = {"start_score": rng.choice([20, 40, 100]), "decision_limit_s": rng.choice([None, 30])}
+        limit = rng.choice([None, 30])
+        options: dict[str, JSON] = {"start_score": rng.choice([20, 40, 100]), "decision_limit_s": limit}
     else:
         players = ["a", "b"]
         options = {"start_points": rng.choice([20, 60]), "bank_s": rng.choice([10, 120])}
-    think = rng.choice([(100, 4_000), (0, 16_000)])
+    think = rng.choice([(100, 4_000), (0, 16_000), (0, 36_000)])
     return [turn.match for turn in self_play(game, players, rng, options=options, think_ms=think)]
 
 
@@ -67,5 +68,60 @@ def test_the_oracle_is_what_ratings_and_standings_computed(game_name: str) -> No
             assert list(ranks_before(game_name, final)) == places_501(final)
 
 
-def crafted() -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(RECORDS.glob("*.json")) if not p.name.endswith(".out.json")]
+def places(found: tuple[Placement, ...] | None) -> tuple[int, ...] | None:
+    if found is None:
+        return None
+    assert [p.seat for p in found] == list(range(len(found)))  # one per seat, in seat order
+    return tuple(p.place for p in found)
+
+
+@pytest.mark.parametrize("game_name", ["spectacular-bid", "501"])
+def test_placements_are_the_ranking_ratings_and_standings_used(game_name: str) -> None:
+    game = game_named(game_name)
+    assert game is not None
+    reasons: set[str] = set()
+    shared = 0
+    for seed in SEEDS:
+        history = played(game_name, seed)
+        final = history[-1]
+        outcome = final.outcome()
+        assert outcome["status"] == "finished"
+        found = game.placements(final.state)
+        assert places(found) == ranks_before(game_name, outcome)
+        assert found == game.placements_of(json.loads(json.dumps(outcome)))  # a stored outcome reads the same
+        score = "points" if game_name == "spectacular-bid" else "scores"
+        assert found is not None and [p.score for p in found] == outcome[score]
+        reasons.add(str(outcome["reason"]))
+        shared += len({p.place for p in found}) < len(found)
+        running = [m for m in history if not m.over]
+        middle = running[len(running) // 2]
+        assert game.placements(middle.state) is None  # still being played: no result yet
+        voided, _ = middle.void("timer_late", middle.now)
+        assert game.placements(voided.state) is None and game.placements_of(voided.outcome()) is None
+    assert reasons == set(game.endings) - {"resign"}  # bots never resign: the crafted records do below
+    assert shared > 0 if game_name == "501" else shared == 0  # 501♠ places are shared now and then
+
+
+def test_crafted_outcomes_read_back_as_the_ranking_before() -> None:
+    """Every golden outcome of tests/records: ties, time losses, resignations, voids, unfinished."""
+    kinds: set[tuple[str, str | None]] = set()
+    for path in sorted(RECORDS.glob("*.out.json")):
+        outcome: dict[str, Any] = json.loads(path.read_text())
+        if "error" in outcome:
+            outcome = outcome["state"]
+        name = "501" if path.name.startswith("501-") else "spectacular-bid"
+        game = game_named(name)
+        assert game is not None
+        found = game.placements_of(outcome)
+        if outcome["status"] == "finished":
+            assert places(found) == ranks_before(name, outcome), path.name
+            kinds.add((name, outcome["reason"]))
+        else:
+            assert found is None, path.name
+    assert {("501", "time"), ("spectacular-bid", "resign"), ("spectacular-bid", "time")} <= kinds
+
+
+def test_equal_results_share_the_best_place_they_cover() -> None:
+    assert places(placed([(0, -5), (0, 40), (0, -5)], [-5, 40, -5])) == (1, 3, 1)
+    assert places(placed([(0, -5), (0, 40), (0, 12), (0, 40)], [-5, 40, 12, 40])) == (1, 3, 2, 3)
+    assert places(placed([(1, 10), (0, 40), (0, 12)], [10, 40, 12])) == (3, 2, 1)  # out of time: last

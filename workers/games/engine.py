@@ -59,6 +59,24 @@ class Action(Protocol):
     def to_json(self) -> dict[str, JSON]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """One seat's result in a finished match: its place (1 is best; seats with equal results share the
+    best place they cover, as competition ranks do) and its final score as the game counts it."""
+
+    seat: Seat
+    place: int
+    score: int
+
+
+def placed(keys: Sequence[tuple[int, ...]], scores: Sequence[int]) -> tuple[Placement, ...]:
+    """Placements from each seat's sort key (lower is better) and final score: a seat's place is one more
+    than the number of seats strictly ahead of it, so exact ties share a place."""
+    return tuple(
+        Placement(Seat(seat), 1 + sum(other < mine for other in keys), scores[seat]) for seat, mine in enumerate(keys)
+    )
+
+
 S = TypeVar("S")
 A = TypeVar("A")
 D = TypeVar("D")
@@ -121,6 +139,11 @@ class Game(Protocol[S, A, D]):
         """The match as `tablehall replay` prints it (RECORDS.md), clocks read at `now`."""
         ...
 
+    def placements(self, state: S) -> tuple[Placement, ...] | None:
+        """Each seat's place and final score, in seat order, once the match finished with a result;
+        None while it runs or when it was voided. Ratings and standings read results from here alone."""
+        ...
+
     # records
     def parse_action(self, obj: Mapping[str, JSON]) -> A: ...
 
@@ -131,3 +154,8 @@ class Game(Protocol[S, A, D]):
     def parse_lot(self, record: Mapping[str, JSON]) -> Seat: ...
 
     def lot_json(self, lot: Seat) -> dict[str, JSON]: ...
+
+    def placements_of(self, outcome: Mapping[str, JSON]) -> tuple[Placement, ...] | None:
+        """The placements an outcome (RECORDS.md) shows, as `placements` gave them for its state: how a
+        stored outcome is read back (tournament tables keep their outcome, not their state)."""
+        ...
