@@ -2,9 +2,9 @@
 
 The outcome is read from the database by replaying the match's log through the engine (the same code
 recovery uses): nothing extra is written when a match finishes, so a match is rateable whoever finished
-it and however its task was lost. Ranks: Spectacular Bid is a two-player result (winner 1, loser 2);
-501♠ is a free-for-all ranked by final score, lowest first, exact ties sharing a rank (a seat that let
-its decision limit run out is ranked last). Every seat is rated (a four-player table rates all four).
+it and however its task was lost. Ranks are the game's placements (`Game.placements`: Spectacular Bid's
+winner 1 and loser 2; 501♠ by final score, exact ties sharing a place, a seat out of time last). Every
+seat is rated (a four-player table rates all four).
 
 Exactly once: one transaction inserts the applied-marker (`rated_matches`, unique match_id) with
 ON CONFLICT DO NOTHING, and only if that inserted a row does it lock the players' rating rows (PostgreSQL:
@@ -26,7 +26,6 @@ from sqlalchemy import Connection, Engine, func, select
 from ratings import models as r
 from workers import metrics
 from workers.games.catalog import game_named
-from workers.games.engine import JSON
 from workers.replay_log import fresh, step
 from workers.sql import models as m
 from workers.sql.models import rows
@@ -58,20 +57,6 @@ class Finished:
     why: str = ""
     ended_unix_ms: int = 0
     """When the match's last log write happened (its end, for a finished match)."""
-
-
-def ranks_of(game: str, outcome: dict[str, JSON]) -> tuple[int, ...]:
-    """Competition ranks per seat from an engine outcome (1 is best; equal results share a rank)."""
-    if game == "spectacular-bid":
-        winner = outcome.get("winner")
-        if not isinstance(winner, int):
-            return (1, 1)
-        return tuple(1 if seat == winner else 2 for seat in (0, 1))
-    scores = outcome["scores"]
-    assert isinstance(scores, list)
-    flagged = outcome.get("flagged")
-    key = [(1 if seat == flagged else 0, int(score)) for seat, score in enumerate(scores)]
-    return tuple(1 + sum(other < mine for other in key) for mine in key)
 
 
 def rate_ranks(
@@ -121,14 +106,14 @@ def load(conn: Connection, match_id: str) -> Finished | None:
     position = fresh(game, entry)
     for logged in log:
         step(game, position, logged)
-    match = position.match
-    if not match.over or match.void_reason is not None:
+    placements = game.placements(position.match.state)
+    if placements is None:
         return Finished(match_id, game_name, "voided", player_ids, None, "the log does not end in a result")
     if not any(e.kind == "command" for e in log):
         return Finished(match_id, game_name, status, player_ids, None, "abandoned: no seat ever acted")
     if len(set(player_ids)) != len(player_ids):
         return Finished(match_id, game_name, status, player_ids, None, "one player held several seats")
-    ranks = ranks_of(game_name, match.outcome())
+    ranks = tuple(p.place for p in placements)
     return Finished(match_id, game_name, status, player_ids, ranks, ended_unix_ms=int(ended))
 
 

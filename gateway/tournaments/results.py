@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import Connection, select
 
@@ -96,12 +95,3 @@ def _replayed(conn: Connection, ids: list[str]) -> list[Replayed]:
             step(game, position, entry)
         out.append(Replayed(match_id, str(status), position))
     return out
-
-
-def places_501(outcome: dict[str, Any]) -> list[int]:
-    """Competition places per seat (1 = best): lowest final score first, equal scores share, a player who
-    ran out of time last (the same ranking the ratings use)."""
-    scores = [int(x) for x in outcome["scores"]]
-    flagged = outcome.get("flagged")
-    key = [(1 if seat == flagged else 0, score) for seat, score in enumerate(scores)]
-    return [1 + sum(other < mine for other in key) for mine in key]

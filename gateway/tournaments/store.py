@@ -20,6 +20,8 @@ from gateway.tournaments import results
 from gateway.tournaments import schema as s
 from gateway.tournaments.rounds import History, PlayedTable, Settings
 from gateway.tournaments.tables import PlannedTable
+from workers.games.catalog import game_named
+from workers.games.engine import Game
 from workers.sql.models import rows
 
 
@@ -234,8 +236,10 @@ class TableRow:
     result: dict[str, Any] | None
     batch_status: str
 
-    def played(self) -> PlayedTable:
-        return PlayedTable(self.round, self.table, self.attempt, self.players, self.status, self.result)
+    def played(self, game: Game[Any, Any, Any]) -> PlayedTable:
+        """The table for the pure rounds: its stored outcome read back as placements by its game."""
+        placements = None if self.result is None else game.placements_of(self.result)
+        return PlayedTable(self.round, self.table, self.attempt, self.players, self.status, placements)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +252,9 @@ class Snapshot:
     byes: dict[int, tuple[str, ...]]
 
     def history(self) -> History:
-        return History(tuple(t.played() for t in self.tables), self.byes)
+        game = game_named(self.tournament.game)
+        assert game is not None  # checked when the tournament was created
+        return History(tuple(t.played(game) for t in self.tables), self.byes)
 
 
 def snapshot(engine: Engine, tournament_id: str) -> Snapshot | None:
