@@ -29,7 +29,7 @@ from workers.games.catalog import game_named
 from workers.replay_log import fresh, step
 from workers.sql import models as m
 from workers.sql.models import rows
-from workers.sql.writes import _insert
+from workers.sql.writes import upsert
 from workers.storage import LogEntry, MatchEntry
 
 MODEL = PlackettLuce()
@@ -149,7 +149,7 @@ def _rate_match(engine: Engine, match_id: str) -> str:
 def apply(engine: Engine, found: Finished) -> str:
     now = now_ms()
     with engine.connect() as conn, conn.begin():
-        marker = _insert(conn, r.rated_matches).values(
+        marker = upsert(conn, r.rated_matches).values(
             match_id=found.match_id, game=found.game, result="rated" if found.ranks else "skipped", rated_unix_ms=now
         )
         if conn.execute(marker.on_conflict_do_nothing().returning(r.rated_matches.c.match_id)).first() is None:
@@ -164,7 +164,7 @@ def apply(engine: Engine, found: Finished) -> str:
             }
             for pid in ids
         ]
-        conn.execute(_insert(conn, r.ratings).on_conflict_do_nothing(), fresh_rows)
+        conn.execute(upsert(conn, r.ratings).on_conflict_do_nothing(), fresh_rows)
         t = r.ratings
         query = (
             select(t.c.player_id, t.c.mu, t.c.sigma, t.c.games)
