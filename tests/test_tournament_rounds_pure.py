@@ -20,7 +20,7 @@ def test_importing_rounds_loads_no_storage() -> None:
     probe = (
         "import sys, gateway.tournaments.rounds\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'sqlalchemy', 'sqlmodel', 'grpc', 'psycopg'}),"
-        " sorted(m for m in sys.modules if m.startswith(('workers.sql', 'gateway.tournaments.results'))))"
+        " sorted(m for m in sys.modules if m.startswith(('workers.sql', 'gateway.tournaments.store'))))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[] []"

@@ -16,12 +16,12 @@ from typing import Any
 from sqlalchemy import Connection, Engine, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
-from gateway.tournaments import results
 from gateway.tournaments import schema as s
 from gateway.tournaments.rounds import History, PlayedTable, Settings
 from gateway.tournaments.tables import PlannedTable
 from workers.games.catalog import game_named
 from workers.games.engine import Game
+from workers.sql import ended
 from workers.sql.models import rows
 
 
@@ -291,17 +291,17 @@ def refresh(engine: Engine, tournament_id: str | None = None, match_ids: Sequenc
         else:
             query = query.where(bt.c.match_id.in_(list(match_ids)))
         playing = [str(x) for (x,) in rows(conn, query)]
-        ended = results.replayed(conn, playing) if playing else []
-    if not ended:
+        done = ended.ended(conn, playing) if playing else []
+    if not done:
         return 0
     with engine.begin() as conn:
         conn.execute(
             update(bt)
             .where(bt.c.match_id == bindparam("m"), bt.c.status == "playing")
             .values(status=bindparam("st"), result=bindparam("res")),
-            [{"m": r.match_id, "st": r.status, "res": r.outcome} for r in ended],
+            [{"m": r.match_id, "st": r.status, "res": r.outcome()} for r in done],
         )
-    return len(ended)
+    return len(done)
 
 
 def finish(engine: Engine, tournament_id: str) -> None:
@@ -321,8 +321,8 @@ def tournaments_of(engine: Engine, match_ids: Sequence[str]) -> list[str]:
     b, bt, t = s.batches, s.batch_tables, s.tournaments
     found: set[str] = set()
     with reading(engine) as conn, conn.begin():
-        for start in range(0, len(match_ids), results.BATCH):
-            chunk = list(match_ids[start : start + results.BATCH])
+        for start in range(0, len(match_ids), ended.BATCH):
+            chunk = list(match_ids[start : start + ended.BATCH])
             query = (
                 select(b.c.tournament_id)
                 .join(bt, bt.c.batch_id == b.c.id)
@@ -334,11 +334,11 @@ def tournaments_of(engine: Engine, match_ids: Sequence[str]) -> list[str]:
     return sorted(found)
 
 
-def ended_records(engine: Engine, match_ids: Sequence[str]) -> dict[str, results.Replayed]:
+def ended_records(engine: Engine, match_ids: Sequence[str]) -> dict[str, ended.Ended]:
     with reading(engine) as conn, conn.begin():
-        return {r.match_id: r for r in results.replayed(conn, match_ids)}
+        return {r.match_id: r for r in ended.ended(conn, match_ids)}
 
 
 def match_statuses(engine: Engine, match_ids: Sequence[str]) -> dict[str, str]:
     with reading(engine) as conn, conn.begin():
-        return results.statuses(conn, match_ids)
+        return ended.statuses(conn, match_ids)
