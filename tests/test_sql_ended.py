@@ -13,6 +13,7 @@ from protos.tablehall.v1 import host_pb2
 from ratings.settings import engine_for
 from tests.test_ratings_db import F501_FAST, SB_FAST, create, hosted, play_out, run, token, url  # noqa: F401
 from workers.actor import SNAPSHOT_EVERY, unix_ms
+from workers.games.catalog import game_named
 from workers.host import MatchHost
 from workers.replay_log import fresh, step
 from workers.sql import ended, reads
@@ -70,9 +71,11 @@ def test_a_match_with_a_snapshot_reads_as_its_whole_log(url: str) -> None:  # no
             assert stored.snapshot is not None and stored.snapshot.seq >= SNAPSHOT_EVERY
             whole = Stored(stored.entry, None, tuple(reads.log(conn, match_id)), stored.progress)
             (read,) = ended.ended(conn, [match_id])
-        position = fresh(read.game, whole.entry)
+        game = game_named(whole.entry.game)
+        assert game is not None
+        position = fresh(game, whole.entry)
         for entry in whole.entries:
-            step(read.game, position, entry)
+            step(game, position, entry)
         assert read.record() == position.record(match_id)
         assert read.outcome() == position.match.outcome()
 

@@ -20,7 +20,7 @@ from gateway.tournaments import schema as s
 from gateway.tournaments.rounds import History, PlayedTable, Settings
 from gateway.tournaments.tables import PlannedTable
 from workers.games.catalog import game_named
-from workers.games.engine import Game
+from workers.games.engine import Codec
 from workers.sql import ended
 from workers.sql.models import rows
 
@@ -236,7 +236,7 @@ class TableRow:
     result: dict[str, Any] | None
     batch_status: str
 
-    def played(self, game: Game[Any, Any, Any]) -> PlayedTable:
+    def played(self, game: Codec[Any, Any, Any]) -> PlayedTable:
         """The table for the pure rounds: its stored outcome read back as placements by its game."""
         placements = None if self.result is None else game.placements_of(self.result)
         return PlayedTable(self.round, self.table, self.attempt, self.players, self.status, placements)

@@ -80,9 +80,11 @@ def placed(keys: Sequence[tuple[int, ...]], scores: Sequence[int]) -> tuple[Plac
 S = TypeVar("S")
 A = TypeVar("A")
 D = TypeVar("D")
+S_in = TypeVar("S_in", contravariant=True)
+A_out = TypeVar("A_out", covariant=True)
 
 
-class Game(Protocol[S, A, D]):
+class Rules(Protocol[S, A, D]):
     """A game's rules as pure functions over immutable states.
 
     `apply` always checks legality and raises `IllegalAction` (state untouched) or `MalformedAction`.
@@ -92,8 +94,6 @@ class Game(Protocol[S, A, D]):
     name: str
     min_seats: int
     max_seats: int
-    deals_key: str
-    """Where a record keeps this game's deals, in order ("rounds" or "hands")."""
     options: tuple[OptionSpec, ...]
     """The match options this game takes, with their ranges and defaults: declared once, here."""
     endings: tuple[str, ...]
@@ -102,10 +102,6 @@ class Game(Protocol[S, A, D]):
     def start(self, seats: int, options: Mapping[str, JSON], lot: Seat = Seat(0)) -> S:
         """A new match. `lot` is the host's draw by lot where the game needs one (501♠'s first dealer)."""
         ...
-
-    def options_json(self, state: S) -> dict[str, JSON]: ...
-
-    def lot(self, state: S) -> Seat: ...
 
     # chance
     def needs_deal(self, state: S) -> bool: ...
@@ -133,6 +129,7 @@ class Game(Protocol[S, A, D]):
         """A proven service fault (SB-11): the match ends with no result and the reason recorded."""
         ...
 
+    # the result
     def is_over(self, state: S) -> bool: ...
 
     def outcome(self, state: S, now: Millis) -> dict[str, JSON]:
@@ -144,8 +141,25 @@ class Game(Protocol[S, A, D]):
         None while it runs or when it was voided. Ratings and standings read results from here alone."""
         ...
 
-    # records
-    def parse_action(self, obj: Mapping[str, JSON]) -> A: ...
+
+class Codec(Protocol[S_in, A_out, D]):
+    """How a game's matches are written as records (RECORDS.md) and read back: actions, deals, the draw by
+    lot, the options and outcomes. Nothing here decides anything about play."""
+
+    name: str
+    """The record's "game"."""
+    deals_key: str
+    """Where a record keeps this game's deals, in order ("rounds" or "hands")."""
+
+    def options_json(self, state: S_in) -> dict[str, JSON]:
+        """The record's "options": every option of the match, defaults included."""
+        ...
+
+    def lot(self, state: S_in) -> Seat:
+        """The draw by lot the match started with, for the record."""
+        ...
+
+    def parse_action(self, obj: Mapping[str, JSON]) -> A_out: ...
 
     def parse_deal(self, obj: JSON) -> D: ...
 
@@ -159,3 +173,8 @@ class Game(Protocol[S, A, D]):
         """The placements an outcome (RECORDS.md) shows, as `placements` gave them for its state: how a
         stored outcome is read back (tournament tables keep their outcome, not their state)."""
         ...
+
+
+class Game(Rules[S, A, D], Codec[S, A, D], Protocol[S, A, D]):
+    """A game's rules and its record codec together, as each game implements them (the catalog hands
+    these out); code that needs only one half names only that protocol."""

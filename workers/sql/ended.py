@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from workers.games.catalog import game_named
-from workers.games.engine import JSON, Game, Placement
+from workers.games.engine import JSON, Placement, Rules
 from workers.games.records import Match
 from workers.replay_log import Position, restored
 from workers.sql import models as m
@@ -33,7 +33,7 @@ class Ended:
     """A finished or voided match as its log replays."""
 
     match_id: str
-    game: Game[Any, Any, Any]
+    game: Rules[Any, Any, Any]
     status: str
     """The match row's: finished or voided."""
     player_ids: tuple[int, ...]
