@@ -1,10 +1,10 @@
 """Rating one finished match, exactly once.
 
-The outcome is read from the database by replaying the match's log through the engine (the same code
-recovery uses): nothing extra is written when a match finishes, so a match is rateable whoever finished
-it and however its task was lost. Ranks: Spectacular Bid is a two-player result (winner 1, loser 2);
-501♠ is a free-for-all ranked by final score, lowest first, exact ties sharing a rank (a seat that let
-its decision limit run out is ranked last). Every seat is rated (a four-player table rates all four).
+The outcome is read from the database by replaying the match's log through the engine (the ended-match
+reader, workers/sql/ended.py, on the queries recovery uses): nothing extra is written when a match
+finishes, so a match is rateable whoever finished it and however its task was lost. Ranks are the
+game's placements (`Game.placements`: Spectacular Bid's winner 1 and loser 2; 501♠ by final score, exact
+ties sharing a place, a seat out of time last). Every seat is rated (a four-player table rates all four).
 
 Exactly once: one transaction inserts the applied-marker (`rated_matches`, unique match_id) with
 ON CONFLICT DO NOTHING, and only if that inserted a row does it lock the players' rating rows (PostgreSQL:
@@ -25,13 +25,10 @@ from sqlalchemy import Connection, Engine, func, select
 
 from ratings import models as r
 from workers import metrics
-from workers.games.catalog import game_named
-from workers.games.engine import JSON
-from workers.replay_log import fresh, step
 from workers.sql import models as m
+from workers.sql.ended import ended, statuses
 from workers.sql.models import rows
-from workers.sql.writes import _insert
-from workers.storage import LogEntry, MatchEntry
+from workers.sql.writes import upsert
 
 MODEL = PlackettLuce()
 DEFAULT_MU = MODEL.mu
@@ -60,20 +57,6 @@ class Finished:
     """When the match's last log write happened (its end, for a finished match)."""
 
 
-def ranks_of(game: str, outcome: dict[str, JSON]) -> tuple[int, ...]:
-    """Competition ranks per seat from an engine outcome (1 is best; equal results share a rank)."""
-    if game == "spectacular-bid":
-        winner = outcome.get("winner")
-        if not isinstance(winner, int):
-            return (1, 1)
-        return tuple(1 if seat == winner else 2 for seat in (0, 1))
-    scores = outcome["scores"]
-    assert isinstance(scores, list)
-    flagged = outcome.get("flagged")
-    key = [(1 if seat == flagged else 0, int(score)) for seat, score in enumerate(scores)]
-    return tuple(1 + sum(other < mine for other in key) for mine in key)
-
-
 def rate_ranks(
     before: list[tuple[float, float]], ranks: tuple[int, ...]
 ) -> list[tuple[float, float]]:
@@ -83,53 +66,19 @@ def rate_ranks(
     return [(team[0].mu, team[0].sigma) for team in after]
 
 
-def load(conn: Connection, match_id: str) -> Finished | None:
-    """The match's status and, if it finished, its ranks from a replay of its log (None: no such match)."""
-    t = m.matches
-    found = rows(
-        conn,
-        select(t.c.game, t.c.status, t.c.options, t.c.created_unix_ms, t.c.lot, t.c.partition, t.c.updated_unix_ms)
-        .where(t.c.id == match_id),
-    )
-    if not found:
-        return None
-    game_name, status, options, created, lot, partition, ended = found[0]
-    s, pl = m.seats, m.players
-    seats = rows(
-        conn,
-        select(s.c.seat, s.c.player_id, pl.c.name)
-        .select_from(s.join(pl, pl.c.id == s.c.player_id))
-        .where(s.c.match_id == match_id)
-        .order_by(s.c.seat),
-    )
-    player_ids = tuple(int(pid) for _, pid, _ in seats)
-    if status != "finished":
-        return Finished(match_id, game_name, status, player_ids, None, status)
-    game = game_named(game_name)
-    assert game is not None
-    entry = MatchEntry(match_id, game_name, tuple(n for _, _, n in seats), options, (), created, lot, partition)
-    ev = m.events
-    log = [
-        LogEntry(seq, change, kind, seat, action, t_ms)
-        for seq, change, kind, seat, action, t_ms in rows(
-            conn,
-            select(ev.c.seq, ev.c.change, ev.c.kind, ev.c.seat, ev.c.action, ev.c.t_ms)
-            .where(ev.c.match_id == match_id)
-            .order_by(ev.c.seq),
-        )
-    ]
-    position = fresh(game, entry)
-    for logged in log:
-        step(game, position, logged)
-    match = position.match
-    if not match.over or match.void_reason is not None:
-        return Finished(match_id, game_name, "voided", player_ids, None, "the log does not end in a result")
-    if not any(e.kind == "command" for e in log):
-        return Finished(match_id, game_name, status, player_ids, None, "abandoned: no seat ever acted")
+def load(conn: Connection, match_id: str) -> Finished:
+    """A finished match's ranks, from the ended-match reader (its log replayed), or why it is not rated."""
+    (match,) = ended(conn, [match_id])
+    name, player_ids = match.game.name, match.player_ids
+    placements = match.placements()
+    if placements is None:
+        return Finished(match_id, name, "voided", player_ids, None, "the log does not end in a result")
+    if match.match.log is None:
+        return Finished(match_id, name, match.status, player_ids, None, "abandoned: no seat ever acted")
     if len(set(player_ids)) != len(player_ids):
-        return Finished(match_id, game_name, status, player_ids, None, "one player held several seats")
-    ranks = ranks_of(game_name, match.outcome())
-    return Finished(match_id, game_name, status, player_ids, ranks, ended_unix_ms=int(ended))
+        return Finished(match_id, name, match.status, player_ids, None, "one player held several seats")
+    ranks = tuple(p.place for p in placements)
+    return Finished(match_id, name, match.status, player_ids, ranks, ended_unix_ms=match.updated_unix_ms)
 
 
 def _read_only(engine: Engine) -> Any:
@@ -151,20 +100,21 @@ def _rate_match(engine: Engine, match_id: str) -> str:
         done = conn.execute(select(r.rated_matches.c.match_id).where(r.rated_matches.c.match_id == match_id))
         if done.first() is not None:
             return "already"
+        status = statuses(conn, [match_id]).get(match_id)
+        if status is None:
+            return "unknown"
+        if status == "in_progress":
+            return "not_finished"
+        if status != "finished":
+            return "voided"
         found = load(conn, match_id)
-    if found is None:
-        return "unknown"
-    if found.status == "in_progress":
-        return "not_finished"
-    if found.status != "finished":
-        return "voided"
     return apply(engine, found)
 
 
 def apply(engine: Engine, found: Finished) -> str:
     now = now_ms()
     with engine.connect() as conn, conn.begin():
-        marker = _insert(conn, r.rated_matches).values(
+        marker = upsert(conn, r.rated_matches).values(
             match_id=found.match_id, game=found.game, result="rated" if found.ranks else "skipped", rated_unix_ms=now
         )
         if conn.execute(marker.on_conflict_do_nothing().returning(r.rated_matches.c.match_id)).first() is None:
@@ -179,7 +129,7 @@ def apply(engine: Engine, found: Finished) -> str:
             }
             for pid in ids
         ]
-        conn.execute(_insert(conn, r.ratings).on_conflict_do_nothing(), fresh_rows)
+        conn.execute(upsert(conn, r.ratings).on_conflict_do_nothing(), fresh_rows)
         t = r.ratings
         query = (
             select(t.c.player_id, t.c.mu, t.c.sigma, t.c.games)

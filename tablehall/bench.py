@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from workers.games.catalog import games
-from workers.games.engine import CHANCE, Game, Millis, Seat
+from workers.games.engine import CHANCE, Millis, Rules, Seat
 
 
 def bench_engine(which: str, seconds: float, seed: int) -> int:
@@ -28,7 +28,7 @@ def bench_engine(which: str, seconds: float, seed: int) -> int:
     return 0
 
 
-def _play_for(game: Game[Any, Any, Any], seconds: float, rng: random.Random) -> tuple[int, int, float, float]:
+def _play_for(game: Rules[Any, Any, Any], seconds: float, rng: random.Random) -> tuple[int, int, float, float]:
     """Play random legal matches for `seconds`; count and time every `apply` of a player's action.
 
     A choice is drawn by index from each seat's legal actions (501♠'s declarations are a lazy sequence
@@ -65,7 +65,7 @@ def _play_for(game: Game[Any, Any, Any], seconds: float, rng: random.Random) -> 
     return matches, applied, apply_time, clock() - started
 
 
-def _choice(game: Game[Any, Any, Any], state: Any, seats: int, rng: random.Random) -> tuple[Seat, Any]:
+def _choice(game: Rules[Any, Any, Any], state: Any, seats: int, rng: random.Random) -> tuple[Seat, Any]:
     options = [(Seat(s), legal) for s in range(seats) if _playable(legal := game.legal_actions(state, Seat(s)))]
     seat, legal = options[rng.randrange(len(options))]
     while True:

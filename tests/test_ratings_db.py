@@ -113,13 +113,6 @@ def flat(pairs: Any) -> list[float]:
     return [x for pair in pairs for x in pair]
 
 
-def test_ranks_of() -> None:
-    assert rating.ranks_of("spectacular-bid", {"winner": 1}) == (2, 1)
-    assert rating.ranks_of("501", {"scores": [-5, 40, -5]}) == (1, 3, 1)  # exact ties share a rank
-    assert rating.ranks_of("501", {"scores": [-5, 40, 12, 40]}) == (1, 3, 2, 3)
-    assert rating.ranks_of("501", {"scores": [10, 40, 12], "flagged": 0}) == (3, 2, 1)  # ran out of time: last
-
-
 def test_spectacular_bid_rated_once_as_openskill_computes(url: str) -> None:
     async def body(host: MatchHost, finished: list[str]) -> None:
         first = await create(host, "spectacular-bid", ["ann", "bob"], SB_FAST)

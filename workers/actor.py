@@ -24,7 +24,7 @@ from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.records import Match
 from workers.mailbox import Mailbox
 from workers.published import Published
-from workers.replay_log import Position, changes, fresh
+from workers.replay_log import Position, changes, fresh, restored
 from workers.shuffle import shuffled
 from workers.storage import FencedOut, LogEntry, MatchEntry, Progress, Snapshot, Storage, Stored
 from workers.voids import VoidReason
@@ -105,10 +105,7 @@ class MatchActor(Published):
         cls, stored: Stored, game: Game[Any, Any, Any], storage: Storage, epoch: int, hosting: Hosting = Hosting()
     ) -> MatchActor:
         """Rebuild from the last snapshot and the steps logged after it."""
-        position = Position.thaw(game, stored.snapshot.blob) if stored.snapshot else fresh(game, stored.entry)
-        for _ in changes(game, position, stored.entries):
-            pass
-        return cls(stored.entry, game, storage, epoch, position, hosting)
+        return cls(stored.entry, game, storage, epoch, restored(game, stored), hosting)
 
     @property
     def scheduled(self) -> bool:

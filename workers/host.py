@@ -31,7 +31,7 @@ from workers import metrics, tables
 from workers.actor import Hosting, MatchActor, unix_ms
 from workers.errors import NotFound, NotOwner, Unavailable
 from workers.games.catalog import game_named
-from workers.games.engine import JSON, Game, Millis, Seat
+from workers.games.engine import JSON, Game, Millis, Rules, Seat
 from workers.games.errors import MalformedAction
 from workers.partitions import PARTITIONS, partition_of
 from workers.storage import FencedOut, MatchEntry, MemoryStorage, Storage, Stored
@@ -56,7 +56,7 @@ class Held:
     leaving: bool = False
 
 
-def check_table(game: Game[Any, Any, Any], players: tuple[str, ...]) -> None:
+def check_table(game: Rules[Any, Any, Any], players: tuple[str, ...]) -> None:
     """Seats and names of one table (the gateway checks a whole batch with this before sending it)."""
     if not game.min_seats <= len(players) <= game.max_seats:
         raise MalformedAction(f"{game.name} takes {game.min_seats} to {game.max_seats} players, not {len(players)}")

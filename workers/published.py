@@ -115,12 +115,7 @@ class Published:
     def record(self) -> dict[str, JSON]:
         if not self.match.over:
             raise NotFinished(f"match {self.match_id} is still being played: its record is shown when it ends")
-        record = self.match.record()
-        record["match_id"] = self.match_id
-        record["commitments"] = [
-            {"deal": i, "salt": c.salt.hex(), "sha256": c.sha256} for i, c in enumerate(self.commitments)
-        ]
-        return record
+        return self.position.record(self.match_id)
 
     async def history(self) -> None:
         """Make every change from the first one available (a watcher resumes from before `first_seq`)."""

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workers.commitments import Commitment, canonical
-from workers.games.engine import Game, Millis, Seat
+from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.records import Match, Step
-from workers.storage import LogEntry, MatchEntry
+from workers.storage import LogEntry, MatchEntry, Stored
 
 
 @dataclass
@@ -26,6 +26,15 @@ class Position:
     commitments: list[Commitment] = field(default_factory=list)
     logged: int = 0
     change: int = 0
+
+    def record(self, match_id: str) -> dict[str, JSON]:
+        """The record as `GetRecord` gives it: RECORDS.md plus the match id and the deal commitments."""
+        record = self.match.record()
+        record["match_id"] = match_id
+        record["commitments"] = [
+            {"deal": i, "salt": c.salt.hex(), "sha256": c.sha256} for i, c in enumerate(self.commitments)
+        ]
+        return record
 
     def freeze(self) -> bytes:
         """A snapshot. The command log is kept as a list: a long linked list would overflow pickle."""
@@ -45,6 +54,14 @@ class Position:
 
 def fresh(game: Game[Any, Any, Any], entry: MatchEntry) -> Position:
     return Position(Match.start(game, entry.players, entry.options, Seat(entry.lot)))
+
+
+def restored(game: Game[Any, Any, Any], stored: Stored) -> Position:
+    """A match as its log holds it: its last snapshot, then the steps logged after it."""
+    position = Position.thaw(game, stored.snapshot.blob) if stored.snapshot else fresh(game, stored.entry)
+    for entry in stored.entries:
+        step(game, position, entry)
+    return position
 
 
 def step(game: Game[Any, Any, Any], position: Position, entry: LogEntry) -> None:

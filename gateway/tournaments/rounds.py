@@ -14,11 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from gateway.tournaments.errors import BatchRejected
 from gateway.tournaments.model import PlayerId
-from gateway.tournaments.results import places_501
 from gateway.tournaments.round_robin import round_robin
 from gateway.tournaments.seating import seat_501
 from gateway.tournaments.standings import (
@@ -31,6 +29,7 @@ from gateway.tournaments.standings import (
     standings_sb,
 )
 from gateway.tournaments.swiss import SwissPlayer, pair_swiss
+from workers.games.engine import Placement
 from workers.games.errors import quote
 
 FORMATS = {"spectacular-bid": ("swiss", "round-robin"), "501": ("seating",)}
@@ -64,7 +63,8 @@ class PlayedTable:
     players: tuple[PlayerId, ...]
     status: str
     """playing, finished or voided."""
-    result: Mapping[str, Any] | None = None
+    placements: tuple[Placement, ...] | None = None
+    """Per seat, once the table finished with a result (the engine's `placements`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,33 +148,32 @@ def _byes(history: History) -> list[PlayerId]:
 
 
 def sb_results(history: History) -> list[SbResult]:
+    """Duels: the winner is the seat placed first, the balances are the final scores."""
     out = []
     for t in _ended(history):
-        result = t.result or {}
-        winner = result.get("winner")
-        if t.status == "voided" or not isinstance(winner, int):
+        if t.status == "voided" or t.placements is None:
             out.append(SbResult(t.players[0], t.players[1], None, (0, 0), voided=True))
         else:
-            points = result.get("points", [0, 0])
-            out.append(SbResult(t.players[0], t.players[1], t.players[winner], (int(points[0]), int(points[1]))))
+            first, second = t.placements
+            winner = t.players[first.seat if first.place == 1 else second.seat]
+            out.append(SbResult(t.players[0], t.players[1], winner, (first.score, second.score)))
     return out
 
 
 def f501_results(history: History) -> list[F501Result]:
     out = []
     for t in _ended(history):
-        result = t.result or {}
-        if t.status == "voided" or "scores" not in result:
+        if t.status == "voided" or t.placements is None:
             out.append(F501Result(dict.fromkeys(t.players, 1), {}, voided=True))
         else:
-            places = places_501(dict(result))
-            scores = [int(x) for x in result["scores"]]
-            out.append(F501Result(dict(zip(t.players, places, strict=True)), dict(zip(t.players, scores, strict=True))))
+            placed = {t.players[p.seat]: p for p in t.placements}
+            out.append(F501Result({k: p.place for k, p in placed.items()}, {k: p.score for k, p in placed.items()}))
     return out
 
 
 def standings(settings: Settings, history: History) -> tuple[SbStanding, ...] | tuple[F501Standing, ...]:
-    if settings.game == "501":
+    """Seated tables rank by placement points; duels (Swiss, round robin) by wins."""
+    if settings.format == "seating":
         return standings_501(settings.players, f501_results(history), _byes(history), settings.voided)
     return standings_sb(settings.players, sb_results(history), _byes(history), settings.voided, settings.start_points)
 

@@ -16,10 +16,12 @@ from typing import Any
 from sqlalchemy import Connection, Engine, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
-from gateway.tournaments import results
 from gateway.tournaments import schema as s
 from gateway.tournaments.rounds import History, PlayedTable, Settings
 from gateway.tournaments.tables import PlannedTable
+from workers.games.catalog import game_named
+from workers.games.engine import Codec
+from workers.sql import ended
 from workers.sql.models import rows
 
 
@@ -234,8 +236,10 @@ class TableRow:
     result: dict[str, Any] | None
     batch_status: str
 
-    def played(self) -> PlayedTable:
-        return PlayedTable(self.round, self.table, self.attempt, self.players, self.status, self.result)
+    def played(self, game: Codec[Any, Any, Any]) -> PlayedTable:
+        """The table for the pure rounds: its stored outcome read back as placements by its game."""
+        placements = None if self.result is None else game.placements_of(self.result)
+        return PlayedTable(self.round, self.table, self.attempt, self.players, self.status, placements)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +252,9 @@ class Snapshot:
     byes: dict[int, tuple[str, ...]]
 
     def history(self) -> History:
-        return History(tuple(t.played() for t in self.tables), self.byes)
+        game = game_named(self.tournament.game)
+        assert game is not None  # checked when the tournament was created
+        return History(tuple(t.played(game) for t in self.tables), self.byes)
 
 
 def snapshot(engine: Engine, tournament_id: str) -> Snapshot | None:
@@ -285,17 +291,17 @@ def refresh(engine: Engine, tournament_id: str | None = None, match_ids: Sequenc
         else:
             query = query.where(bt.c.match_id.in_(list(match_ids)))
         playing = [str(x) for (x,) in rows(conn, query)]
-        ended = results.replayed(conn, playing) if playing else []
-    if not ended:
+        done = ended.ended(conn, playing) if playing else []
+    if not done:
         return 0
     with engine.begin() as conn:
         conn.execute(
             update(bt)
             .where(bt.c.match_id == bindparam("m"), bt.c.status == "playing")
             .values(status=bindparam("st"), result=bindparam("res")),
-            [{"m": r.match_id, "st": r.status, "res": r.outcome} for r in ended],
+            [{"m": r.match_id, "st": r.status, "res": r.outcome()} for r in done],
         )
-    return len(ended)
+    return len(done)
 
 
 def finish(engine: Engine, tournament_id: str) -> None:
@@ -315,8 +321,8 @@ def tournaments_of(engine: Engine, match_ids: Sequence[str]) -> list[str]:
     b, bt, t = s.batches, s.batch_tables, s.tournaments
     found: set[str] = set()
     with reading(engine) as conn, conn.begin():
-        for start in range(0, len(match_ids), results.BATCH):
-            chunk = list(match_ids[start : start + results.BATCH])
+        for start in range(0, len(match_ids), ended.BATCH):
+            chunk = list(match_ids[start : start + ended.BATCH])
             query = (
                 select(b.c.tournament_id)
                 .join(bt, bt.c.batch_id == b.c.id)
@@ -328,11 +334,11 @@ def tournaments_of(engine: Engine, match_ids: Sequence[str]) -> list[str]:
     return sorted(found)
 
 
-def ended_records(engine: Engine, match_ids: Sequence[str]) -> dict[str, results.Replayed]:
+def ended_records(engine: Engine, match_ids: Sequence[str]) -> dict[str, ended.Ended]:
     with reading(engine) as conn, conn.begin():
-        return {r.match_id: r for r in results.replayed(conn, match_ids)}
+        return {r.match_id: r for r in ended.ended(conn, match_ids)}
 
 
 def match_statuses(engine: Engine, match_ids: Sequence[str]) -> dict[str, str]:
     with reading(engine) as conn, conn.begin():
-        return results.statuses(conn, match_ids)
+        return ended.statuses(conn, match_ids)

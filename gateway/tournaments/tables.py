@@ -21,7 +21,7 @@ from gateway.tournaments.errors import BatchRejected
 from gateway.workers import Router, WorkerClient
 from protos.tablehall.v1 import host_pb2
 from workers.games.catalog import game_named
-from workers.games.engine import Game, Seat
+from workers.games.engine import Rules, Seat
 from workers.games.errors import MalformedAction, quote
 from workers.host import check_table
 from workers.voids import VoidReason
@@ -45,7 +45,7 @@ def new_match_id() -> str:
     return secrets.token_hex(8)
 
 
-def check_batch(game_name: str, tables: Sequence[Sequence[str]], options: Mapping[str, Any]) -> Game[Any, Any, Any]:
+def check_batch(game_name: str, tables: Sequence[Sequence[str]], options: Mapping[str, Any]) -> Rules[Any, Any, Any]:
     """The whole batch is valid, or `BatchRejected` says which table and why."""
     game = game_named(game_name)
     if game is None:

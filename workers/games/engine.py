@@ -59,12 +59,32 @@ class Action(Protocol):
     def to_json(self) -> dict[str, JSON]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """One seat's result in a finished match: its place (1 is best; seats with equal results share the
+    best place they cover, as competition ranks do) and its final score as the game counts it."""
+
+    seat: Seat
+    place: int
+    score: int
+
+
+def placed(keys: Sequence[tuple[int, ...]], scores: Sequence[int]) -> tuple[Placement, ...]:
+    """Placements from each seat's sort key (lower is better) and final score: a seat's place is one more
+    than the number of seats strictly ahead of it, so exact ties share a place."""
+    return tuple(
+        Placement(Seat(seat), 1 + sum(other < mine for other in keys), scores[seat]) for seat, mine in enumerate(keys)
+    )
+
+
 S = TypeVar("S")
 A = TypeVar("A")
 D = TypeVar("D")
+S_in = TypeVar("S_in", contravariant=True)
+A_out = TypeVar("A_out", covariant=True)
 
 
-class Game(Protocol[S, A, D]):
+class Rules(Protocol[S, A, D]):
     """A game's rules as pure functions over immutable states.
 
     `apply` always checks legality and raises `IllegalAction` (state untouched) or `MalformedAction`.
@@ -74,8 +94,6 @@ class Game(Protocol[S, A, D]):
     name: str
     min_seats: int
     max_seats: int
-    deals_key: str
-    """Where a record keeps this game's deals, in order ("rounds" or "hands")."""
     options: tuple[OptionSpec, ...]
     """The match options this game takes, with their ranges and defaults: declared once, here."""
     endings: tuple[str, ...]
@@ -84,10 +102,6 @@ class Game(Protocol[S, A, D]):
     def start(self, seats: int, options: Mapping[str, JSON], lot: Seat = Seat(0)) -> S:
         """A new match. `lot` is the host's draw by lot where the game needs one (501♠'s first dealer)."""
         ...
-
-    def options_json(self, state: S) -> dict[str, JSON]: ...
-
-    def lot(self, state: S) -> Seat: ...
 
     # chance
     def needs_deal(self, state: S) -> bool: ...
@@ -115,14 +129,37 @@ class Game(Protocol[S, A, D]):
         """A proven service fault (SB-11): the match ends with no result and the reason recorded."""
         ...
 
+    # the result
     def is_over(self, state: S) -> bool: ...
 
     def outcome(self, state: S, now: Millis) -> dict[str, JSON]:
         """The match as `tablehall replay` prints it (RECORDS.md), clocks read at `now`."""
         ...
 
-    # records
-    def parse_action(self, obj: Mapping[str, JSON]) -> A: ...
+    def placements(self, state: S) -> tuple[Placement, ...] | None:
+        """Each seat's place and final score, in seat order, once the match finished with a result;
+        None while it runs or when it was voided. Ratings and standings read results from here alone."""
+        ...
+
+
+class Codec(Protocol[S_in, A_out, D]):
+    """How a game's matches are written as records (RECORDS.md) and read back: actions, deals, the draw by
+    lot, the options and outcomes. Nothing here decides anything about play."""
+
+    name: str
+    """The record's "game"."""
+    deals_key: str
+    """Where a record keeps this game's deals, in order ("rounds" or "hands")."""
+
+    def options_json(self, state: S_in) -> dict[str, JSON]:
+        """The record's "options": every option of the match, defaults included."""
+        ...
+
+    def lot(self, state: S_in) -> Seat:
+        """The draw by lot the match started with, for the record."""
+        ...
+
+    def parse_action(self, obj: Mapping[str, JSON]) -> A_out: ...
 
     def parse_deal(self, obj: JSON) -> D: ...
 
@@ -131,3 +168,13 @@ class Game(Protocol[S, A, D]):
     def parse_lot(self, record: Mapping[str, JSON]) -> Seat: ...
 
     def lot_json(self, lot: Seat) -> dict[str, JSON]: ...
+
+    def placements_of(self, outcome: Mapping[str, JSON]) -> tuple[Placement, ...] | None:
+        """The placements an outcome (RECORDS.md) shows, as `placements` gave them for its state: how a
+        stored outcome is read back (tournament tables keep their outcome, not their state)."""
+        ...
+
+
+class Game(Rules[S, A, D], Codec[S, A, D], Protocol[S, A, D]):
+    """A game's rules and its record codec together, as each game implements them (the catalog hands
+    these out); code that needs only one half names only that protocol."""

@@ -19,7 +19,7 @@ from workers.leases import LeaseLost, LeaseTable, Member, MemberState, Partition
 from workers.sql import models as m
 from workers.sql.engine import make_engine, retry_locked
 from workers.sql.models import rows
-from workers.sql.writes import _insert
+from workers.sql.writes import upsert
 
 FORGET_MS = 3_600_000
 """A worker row whose heartbeat is older than this and that holds nothing is deleted when another joins."""
@@ -29,7 +29,7 @@ def join(conn: Connection, owner: str, address: str, now: int) -> None:
     w, p = m.workers, m.partitions
     holders = select(p.c.owner).where(p.c.owner != "").scalar_subquery()
     conn.execute(w.delete().where(w.c.heartbeat_unix_ms < now - FORGET_MS, w.c.owner.not_in(holders)))
-    stmt = _insert(conn, w)
+    stmt = upsert(conn, w)
     values = {"owner": owner, "heartbeat_unix_ms": now, "address": address, "state": MemberState.ACTIVE,
               "joined_unix_ms": now}  # fmt: skip
     stmt = stmt.on_conflict_do_update(
@@ -115,7 +115,7 @@ def take(conn: Connection, owner: str, expected: dict[int, int], now: int, lease
         )  # fmt: skip
         taken[partition] = Taken(epoch + 1, beat if beat is not None else since)
     if fresh_rows:
-        inserted = conn.execute(_insert(conn, p).on_conflict_do_nothing().returning(p.c.partition), fresh_rows)
+        inserted = conn.execute(upsert(conn, p).on_conflict_do_nothing().returning(p.c.partition), fresh_rows)
         won = {int(row[0]) for row in inserted}
         for lost in {int(row["partition"]) for row in fresh_rows} - won:  # another worker created it first
             taken.pop(lost)

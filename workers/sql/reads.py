@@ -52,16 +52,16 @@ def unfinished(conn: Connection, partitions: list[int]) -> list[Stored]:
     if not partitions:
         return []
     t = m.matches
-    return _stored(conn, and_(t.c.partition.in_(set(partitions)), t.c.status == IN_PROGRESS))
+    return stored(conn, and_(t.c.partition.in_(set(partitions)), t.c.status == IN_PROGRESS))
 
 
 def load(conn: Connection, match_id: str) -> Stored | None:
     """One match whatever its status (an ended match read on demand); None if there is none."""
-    found = _stored(conn, m.matches.c.id == match_id)
+    found = stored(conn, m.matches.c.id == match_id)
     return found[0] if found else None
 
 
-def _stored(conn: Connection, wanted: Any) -> list[Stored]:
+def stored(conn: Connection, wanted: Any) -> list[Stored]:
     """The matches `wanted` selects (a condition on `matches`), each with its snapshot and later log."""
     t = m.matches
 

@@ -89,8 +89,9 @@ class ClaimOp(Op):
         self.owner, self.partitions = owner, partitions
 
 
-def _insert(conn: Connection, table: SaTable) -> Any:
-    """The dialect's INSERT, which has ON CONFLICT (PostgreSQL and SQLite alike)."""
+def upsert(conn: Connection, table: SaTable) -> Any:
+    """The dialect's INSERT, which has ON CONFLICT (PostgreSQL and SQLite alike): every writer of the
+    service's tables that must not fail on an existing row (the log's writes, leases, ratings) uses it."""
     if conn.dialect.name == "postgresql":
         return postgresql.insert(table)
     if conn.dialect.name == "sqlite":
@@ -121,7 +122,7 @@ def _claim(conn: Connection, op: ClaimOp) -> dict[int, int]:
     now = now_ms()
     counts = Counter(op.partitions)
     if counts:
-        stmt = _insert(conn, m.partitions)
+        stmt = upsert(conn, m.partitions)
         stmt = stmt.on_conflict_do_update(
             index_elements=[m.partitions.c.partition],
             set_={
@@ -219,7 +220,7 @@ def _insert_matches(conn: Connection, accepted: list[MatchEntry], now: int) -> N
     if not accepted:
         return
     names = sorted({name for e in accepted for name in e.players})
-    conn.execute(_insert(conn, m.players).on_conflict_do_nothing(), [{"name": n} for n in names])
+    conn.execute(upsert(conn, m.players).on_conflict_do_nothing(), [{"name": n} for n in names])
     ids: dict[str, int] = dict(rows(conn, select(m.players.c.name, m.players.c.id).where(m.players.c.name.in_(names))))
     progress = Progress()
     conn.execute(
@@ -375,7 +376,7 @@ def _snapshots(conn: Connection, snaps: list[tuple[int, SnapshotOp]], out: list[
             out[i] = KeyError(op.match_id)
     if not latest:
         return
-    stmt = _insert(conn, m.snapshots)
+    stmt = upsert(conn, m.snapshots)
     stmt = stmt.on_conflict_do_update(
         index_elements=[m.snapshots.c.match_id],
         set_={"seq": stmt.excluded.seq, "blob": stmt.excluded.blob, "written_unix_ms": stmt.excluded.written_unix_ms},
@@ -390,7 +391,7 @@ def _heartbeats(conn: Connection, beats: list[HeartbeatOp]) -> None:
     latest = {op.owner: op.at_unix_ms for op in beats}
     if not latest:
         return
-    stmt = _insert(conn, m.workers)
+    stmt = upsert(conn, m.workers)
     stmt = stmt.on_conflict_do_update(
         index_elements=[m.workers.c.owner], set_={"heartbeat_unix_ms": stmt.excluded.heartbeat_unix_ms}
     )

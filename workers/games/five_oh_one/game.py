@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from workers.games.engine import JSON, Event, Millis, Seat
+from workers.games.engine import JSON, Event, Millis, Placement, Seat
 from workers.games.errors import MalformedAction, quote
 from workers.games.five_oh_one import deals, legal, rules
+from workers.games.five_oh_one import placements as ranking
 from workers.games.five_oh_one.actions import Action, parse_action
 from workers.games.five_oh_one.cards import DECK
 from workers.games.five_oh_one.options import OPTIONS
@@ -66,6 +67,12 @@ class FiveOhOne:
 
     def outcome(self, state: State, now: Millis) -> dict[str, JSON]:
         return rules.outcome(state)
+
+    def placements(self, state: State) -> tuple[Placement, ...] | None:
+        return ranking.placements(state)
+
+    def placements_of(self, outcome: Mapping[str, JSON]) -> tuple[Placement, ...] | None:
+        return ranking.placements_of(outcome)
 
     def parse_action(self, obj: Mapping[str, JSON]) -> Action:
         return parse_action(obj)

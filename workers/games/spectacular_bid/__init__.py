@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from workers.games.clock import Clock
-from workers.games.engine import JSON, Event, Millis, Seat, seconds
+from workers.games.engine import JSON, Event, Millis, Placement, Seat, seconds
 from workers.games.errors import MalformedAction
+from workers.games.spectacular_bid import placements as ranking
 from workers.games.spectacular_bid import rules
 from workers.games.spectacular_bid.actions import Action, Deal, parse_action
 from workers.games.spectacular_bid.options import OPTIONS, Options
@@ -79,6 +80,12 @@ class SpectacularBid:
             "rounds": [r.summary() for r in rounds],
             **({"void_reason": state.void_reason} if state.void_reason is not None else {}),
         }
+
+    def placements(self, state: State) -> tuple[Placement, ...] | None:
+        return ranking.placements(state)
+
+    def placements_of(self, outcome: Mapping[str, JSON]) -> tuple[Placement, ...] | None:
+        return ranking.placements_of(outcome)
 
     def parse_action(self, obj: Mapping[str, JSON]) -> Action:
         return parse_action(obj)
