@@ -1,4 +1,4 @@
-"""`tablehall bench engine`: random legal matches, timing `apply` on one core."""
+"""`tablehall bench engine`: random legal matches, timing `apply` on one core; and recorded matches replayed."""
 
 from __future__ import annotations
 
@@ -9,14 +9,20 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from tablehall.bench_replay import replay_for
 from workers.games.catalog import games
 from workers.games.engine import CHANCE, Millis, Rules, Seat
 
 
 def bench_engine(which: str, seconds: float, seed: int) -> int:
+    """Per game: random legal matches (apply alone, and with legal_actions and the choice), then the
+    reference-equivalent figure: recorded matches applied from their start (`bench_replay`)."""
     table = Table(title="tablehall bench engine (one core)")
     for column in ("game", "matches", "applications", "apply/s", "with legal_actions + choice, /s"):
         table.add_column(column, justify="right")
+    recorded = Table(title="recorded matches applied from their start, deals included (one core)")
+    for column in ("game", "matches", "applications", "applications/s", "per CPU second"):
+        recorded.add_column(column, justify="right")
     for name, game in games().items():
         if which not in ("all", name):
             continue
@@ -24,7 +30,13 @@ def bench_engine(which: str, seconds: float, seed: int) -> int:
         table.add_row(
             name, str(matches), str(applied), f"{applied / apply_time:,.0f}", f"{applied / loop_time:,.0f}"
         )
+        fig = replay_for(game, seconds, seed)
+        recorded.add_row(
+            name, str(fig.matches), str(fig.applications), f"{fig.applications / fig.wall:,.0f}",
+            f"{fig.applications / fig.cpu:,.0f}",
+        )
     Console().print(table)
+    Console().print(recorded)
     return 0
 
 
