@@ -35,8 +35,8 @@ class Clock:
 
     def start(self, seat: Seat, now: Millis) -> Clock:
         """A truly new decision for `seat`: a fresh delay from `now`. Any running decision ends first."""
-        clock = self.stop(now)
-        return Clock(clock.settings, clock.banks, seat, now)
+        banks = self.banks if self.turn is None else self._charged(now)  # one new clock, not two
+        return Clock(self.settings, banks, seat, now)
 
     def stop(self, now: Millis) -> Clock:
         """The running decision ends at `now`: its time beyond the delay comes out of the bank."""
@@ -46,9 +46,10 @@ class Clock:
 
     def deadline(self) -> Millis | None:
         """The first instant at which the running seat has lost on time (arrivals must be earlier)."""
-        if self.turn is None:
+        turn = self.turn
+        if turn is None:
             return None
-        return Millis(self.since + self.settings.delay + self.banks[self.turn])
+        return Millis(self.since + self.settings.delay + self.banks[turn])
 
     def flag(self) -> Clock:
         """The running seat's deadline passed: its bank is empty and the clock stops there."""

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from workers.games.engine import Millis, Seat
 from workers.games.spectacular_bid.state import Phase, State, other
 from workers.games.values import evolve
 
 
-def decide(state: State, seat: Seat, now: Millis) -> State:
-    """A truly new decision for `seat` (SB-10): fresh delay, or a hand-over pause on a shared device."""
+def decide(state: State, seat: Seat, now: Millis, **changes: Any) -> State:
+    """A truly new decision for `seat` (SB-10): fresh delay, or a hand-over pause on a shared device.
+    `changes` are the move's own changes to `state`, made in the same copy."""
     if state.options.shared_device and state.holder != seat:
-        return evolve(state, turn=seat, clock=state.clock.stop(now), hand_over=True)
-    return evolve(state, turn=seat, clock=state.clock.start(seat, now), hand_over=False)
+        return evolve(state, turn=seat, clock=state.clock.stop(now), hand_over=True, **changes)
+    return evolve(state, turn=seat, clock=state.clock.start(seat, now), hand_over=False, **changes)
 
 
 def moved(points: tuple[int, int], to: Seat, amount: int) -> tuple[int, int]:

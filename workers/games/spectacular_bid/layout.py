@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workers.games.spectacular_bid.tiles import LATERAL_ENDS, MAIN_ENDS, End, Tile
+from workers.games.spectacular_bid.tiles import MAIN_ENDS, End, Tile
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +57,25 @@ class Layout:
         return self.ends
 
     def fits(self, tile: Tile, end: End) -> bool:
-        return any(e is end and (pip == tile.high or pip == tile.low) for e, pip in self.ends)
+        pip = self.pip_at(end)
+        return pip is not None and (pip == tile.high or pip == tile.low)
+
+    def pip_at(self, end: End) -> int | None:
+        """The pip a tile played on `end` must match, or None when `end` is not open."""
+        for e, pip in self.ends:
+            if e is end:
+                return pip
+        return None
 
     def count(self) -> int:
         """SB-5: the sum of the open ends; a lone tile counts once, an unused lateral arm zero."""
         if len(self.placements) == 1:
             only = self.placements[0]
             return only.inner + only.outer
-        return sum(arm.count for _, arm in self.arms)
+        total = 0
+        for _, arm in self.arms:  # a plain loop: this runs after every play
+            total += arm.pip * 2 if arm.double else arm.pip
+        return total
 
     def lead(self, tile: Tile, west: int) -> Layout:
         """SB-4: the lead shows `west` at W and its other half at E; a double lead is the spinner."""
@@ -77,13 +88,19 @@ class Layout:
 
     def place(self, tile: Tile, end: End) -> Layout:
         """`tile` laid on `end` (the caller has checked that it fits)."""
-        pip = next(p for e, p in self.ends if e is end)
-        outer = tile.other(pip)
-        arms = (*(a for a in self.arms if a[0] is not end), (end, Arm(outer, tile.double)))
+        pip = self.pip_at(end)
+        assert pip is not None
+        return self.place_on(tile, end, pip)
+
+    def place_on(self, tile: Tile, end: End, pip: int) -> Layout:
+        """`tile` laid on `end`, which shows `pip` (the caller has checked that it fits)."""
+        double = tile.high == tile.low
+        outer = tile.low if pip == tile.high else tile.high
+        arms = (*_arms_without(self.arms, end), (end, Arm(outer, double)))  # the end played on goes last
         spinner, spinner_open = self.spinner, self.spinner_open
         if end in spinner_open:
             spinner_open = tuple(e for e in spinner_open if e is not end)
-        elif tile.double and spinner is None:
+        elif double and spinner is None:
             # SB-4 [ours]: a first double played later at W or E: the line occupies one main side
             spinner, spinner_open = tile.high, (end,)
         return _laid((*self.placements, Placement(pip, outer, end)), arms, spinner, spinner_open)
@@ -99,9 +116,25 @@ def _laid(
     spinner: int | None,
     spinner_open: tuple[End, ...],
 ) -> Layout:
-    ends = tuple((end, arm.pip) for end, arm in arms if end in MAIN_ENDS)
+    ends: list[tuple[End, int]] = []
+    north = south = spinner  # an unused lateral arm shows the spinner
+    for end, arm in arms:  # plain loops, no dict: this runs after every play
+        if end is End.N:
+            north = arm.pip
+        elif end is End.S:
+            south = arm.pip
+        else:
+            ends.append((end, arm.pip))
     if spinner is not None and not spinner_open:
         # SB-4: N and S open only after both main sides of the spinner are occupied
-        held = dict(arms)
-        ends += tuple((end, held[end].pip if end in held else spinner) for end in LATERAL_ENDS)
-    return Layout(placements, arms, spinner, spinner_open, ends)
+        assert north is not None and south is not None
+        ends += ((End.N, north), (End.S, south))
+    return Layout(placements, arms, spinner, spinner_open, tuple(ends))
+
+
+def _arms_without(arms: tuple[tuple[End, Arm], ...], end: End) -> tuple[tuple[End, Arm], ...]:
+    """The arms less the one of `end`, in their order."""
+    for i, (e, _) in enumerate(arms):
+        if e is end:
+            return arms[:i] + arms[i + 1 :]
+    return arms

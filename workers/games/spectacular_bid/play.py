@@ -3,23 +3,30 @@ SB-7 domino and SB-8 block."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from typing import Any
+
 from workers.games.engine import Event, Millis, Seat
 from workers.games.errors import IllegalAction
 from workers.games.spectacular_bid.actions import Action, Draw, Play
 from workers.games.spectacular_bid.flow import decide, end_round, finish, moved
 from workers.games.spectacular_bid.layout import Layout
 from workers.games.spectacular_bid.state import SEATS, Phase, Round, State, other
-from workers.games.spectacular_bid.tiles import Tile, lead_rank, round_to_five
+from workers.games.spectacular_bid.tiles import End, Tile, lead_rank, round_to_five
 from workers.games.values import evolve
 
 Events = tuple[Event, ...]
 
 
-def can_play(layout: Layout, hand: frozenset[Tile]) -> bool:
+def can_play(layout: Layout, hand: Collection[Tile]) -> bool:
     if layout.empty:
         return bool(hand)
-    pips = {pip for _, pip in layout.open_ends()}
-    return any(t.high in pips or t.low in pips for t in hand)
+    ends = layout.open_ends()
+    for t in hand:  # plain loops: this runs for every draw and forced pass
+        for _, pip in ends:
+            if pip == t.high or pip == t.low:
+                return True
+    return False
 
 
 def lead_actions(round: Round, seat: Seat) -> list[Action]:
@@ -55,42 +62,49 @@ def play(state: State, round: Round, seat: Seat, play: Play, now: Millis) -> tup
         west = tile.high if play.west is None else play.west
         if west != tile.high and west != tile.low:
             raise IllegalAction(f"{tile} has no {west}")
-        layout = Layout().lead(tile, west)
-        state = evolve(state, phase=Phase.PLAY)
-    else:
-        if play.end is None:
-            raise IllegalAction("name the end to play on: W, E, N or S")
-        if round.drawn is not None and tile != round.drawn:
-            raise IllegalAction(f"you drew {round.drawn}: it must be placed at once (SB-6)")
-        if tile not in hand:
-            raise IllegalAction(f"you do not hold {tile}")
-        if not round.layout.fits(tile, play.end):
-            raise IllegalAction(_no_fit(round.layout, tile, play.end))
-        layout = round.layout.place(tile, play.end)
-    return _after_play(state, round, seat, tile, play, layout, now)
+        return _after_play(state, round, seat, tile, None, Layout().lead(tile, west), now, phase=Phase.PLAY)
+    end = play.end
+    if end is None:
+        raise IllegalAction("name the end to play on: W, E, N or S")
+    if round.drawn is not None and tile != round.drawn:
+        raise IllegalAction(f"you drew {round.drawn}: it must be placed at once (SB-6)")
+    if tile not in hand:
+        raise IllegalAction(f"you do not hold {tile}")
+    pip = round.layout.pip_at(end)
+    if pip is None or (pip != tile.high and pip != tile.low):
+        raise IllegalAction(_no_fit(round.layout, tile, end))
+    return _after_play(state, round, seat, tile, end, round.layout.place_on(tile, end, pip), now)
 
 
 def _after_play(
-    state: State, round: Round, seat: Seat, tile: Tile, play: Play, layout: Layout, now: Millis
+    state: State, round: Round, seat: Seat, tile: Tile, end: End | None, layout: Layout, now: Millis, **changes: Any
 ) -> tuple[State, Events]:
+    """The play's count and transfer, then the next decision. `changes` (the lead's new phase) and the
+    play's own changes go into one new state on the common path."""
     hands = (round.hands[0] - {tile}, round.hands[1]) if seat == 0 else (round.hands[0], round.hands[1] - {tile})
     count = layout.count()
     points = state.points
-    facts = {"tile": str(tile), "end": play.end.value if play.end else None, "count": count, "scored": 0}
+    scored = 0
     if count > 0 and count % 5 == 0:
         # SB-5: a positive multiple of 5 transfers that many points, capped by the payer's balance (SB-1)
         points = moved(points, seat, count)
-        facts["scored"] = points[seat] - state.points[seat]
-    round = evolve(round, hands=hands, layout=layout, drawn=None, passes=0)
-    state = evolve(state, points=points, round=round)
+        scored = points[seat] - state.points[seat]
+    # `_value_`, not the `value` property: the same string without two Python calls
+    facts = {"tile": str(tile), "end": None if end is None else end._value_, "count": count, "scored": scored}
     events: Events = (Event("play", seat, facts),)
-    if points[other(seat)] == 0:
-        return finish(evolve(state, clock=state.clock.stop(now)), seat, "points", "points"), events
+    round = evolve(round, hands=hands, layout=layout, drawn=None, passes=0)
+    opponent = other(seat)
+    if points[opponent] == 0:
+        state = evolve(state, points=points, round=round, clock=state.clock.stop(now), **changes)
+        return finish(state, seat, "points", "points"), events
     if not hands[seat]:
         # SB-7: the last tile ends the round after its count; its player becomes the jockey
         ended = evolve(round, end="domino", domino_by=seat)
-        return end_round(evolve(state, round=ended), now), (*events, Event("domino", seat))
-    state, more = _next_turn(state, other(seat), now)
+        state = evolve(state, points=points, round=ended, **changes)
+        return end_round(state, now), (*events, Event("domino", seat))
+    if round.boneyard or can_play(layout, hands[opponent]):
+        return decide(state, opponent, now, points=points, round=round, **changes), events
+    state, more = _next_turn(evolve(state, points=points, round=round, **changes), opponent, now)
     return state, events + more
 
 
@@ -107,7 +121,7 @@ def draw(state: State, round: Round, seat: Seat, now: Millis) -> tuple[State, Ev
     drawn, boneyard = round.boneyard[0], round.boneyard[1:]
     hand = hand | {drawn}
     hands = (hand, round.hands[1]) if seat == 0 else (round.hands[0], hand)
-    playable = can_play(round.layout, frozenset((drawn,)))
+    playable = can_play(round.layout, (drawn,))
     round = evolve(round, hands=hands, boneyard=boneyard, drawn=drawn if playable else None)
     state = evolve(state, round=round)
     events: Events = (Event("draw", seat, {"tile": str(drawn), "left": len(boneyard)}),)
