@@ -7,6 +7,7 @@ scored into a `HandResult`; between hands `State.hand` is None and the host deal
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from workers.games.clock import Clock
 from workers.games.engine import JSON, Millis, Seat
@@ -32,8 +33,13 @@ class Table:
 
     def active(self, dealer: Seat) -> tuple[Seat, ...]:
         """The players of a hand dealt by `dealer`, from the dealer's left clockwise (F-1, F-3)."""
-        n = self.seats
-        return tuple(Seat((dealer + i) % n) for i in range(1, n + 1) if n == 3 or i != n)
+        return _active(self.seats, dealer)
+
+
+@cache
+def _active(n: int, dealer: Seat) -> tuple[Seat, ...]:
+    """`Table.active`, made once per table size and dealer: the bidding asks for it at every call."""
+    return tuple(Seat((dealer + i) % n) for i in range(1, n + 1) if n == 3 or i != n)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import MappingProxyType
 
 from workers.games.engine import Event, Seat
 from workers.games.errors import IllegalAction
@@ -18,6 +19,14 @@ SUIT_NAMES = {Suit.S: "spade", Suit.H: "heart", Suit.D: "diamond", Suit.C: "club
 
 _PLAIN = {card: Play(card) for card in DECK}
 _ANNOUNCED = {card: Play(card, True) for card in DECK if partner(card) is not None}
+_PLAYED = tuple(
+    tuple(
+        tuple(Event("play", Seat(seat), MappingProxyType({"card": card.code, "marriage": m})) for m in (False, True))
+        for card in DECK
+    )
+    for seat in range(4)
+)
+"""The event of each play, by seat, card index and marriage: made once, as the plays are (facts read-only)."""
 
 
 def play(table: Table, hand: Tricks, seat: Seat, action: Play) -> tuple[Tricks | HandResult, tuple[Event, ...]]:
@@ -35,9 +44,9 @@ def play(table: Table, hand: Tricks, seat: Seat, action: Play) -> tuple[Tricks |
             raise IllegalAction("a marriage is announced only when leading (F-7)")
         led = trick[0][1].suit
         if card.suit is not led:
-            if any(c.suit is led for c in mine):
+            if _holds(mine, led):
                 raise IllegalAction(f"follow suit: you must play a {SUIT_NAMES[led]} (F-6)")
-            if trump is not None and card.suit is not trump and any(c.suit is trump for c in mine):
+            if trump is not None and card.suit is not trump and _holds(mine, trump):
                 raise IllegalAction(
                     f"you have no {SUIT_NAMES[led]}: you must play a trump ({SUIT_NAMES[trump]}), "
                     "even one that cannot win (F-6)"
@@ -47,7 +56,7 @@ def play(table: Table, hand: Tricks, seat: Seat, action: Play) -> tuple[Tricks |
     hands = hand.hands
     hands = (*hands[:seat], mine.difference((card,)), *hands[seat + 1 :])
     trick = (*trick, (seat, card))
-    events: tuple[Event, ...] = (Event("play", seat, {"card": card.code, "marriage": action.marriage}),)
+    events: tuple[Event, ...] = (_PLAYED[seat][card.index][action.marriage],)
     if len(trick) < PLAYERS:
         nxt = Tricks(hand.terms, hands, _left(table, hand.terms.dealer, seat), trick, hand.done, hand.taken, marriages)
         return nxt, events
@@ -77,6 +86,13 @@ def playable(hand: Tricks, seat: Seat) -> Sequence[Play]:
     trump = hand.terms.trump
     trumps = [_PLAIN[c] for c in mine if c.suit is trump]
     return trumps or [_PLAIN[c] for c in mine]
+
+
+def _holds(cards: frozenset[Card], suit: Suit) -> bool:
+    for c in cards:  # noqa: SIM110 - a plain loop, not a generator: this runs for every card not followed
+        if c.suit is suit:
+            return True
+    return False
 
 
 def _marriage(hand: Tricks, seat: Seat, card: Card) -> Marriage:

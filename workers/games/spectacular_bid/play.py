@@ -55,33 +55,43 @@ def play(state: State, round: Round, seat: Seat, play: Play, now: Millis) -> tup
     if state.phase is Phase.LEAD:
         if play.end is not None:
             raise IllegalAction("a lead names no end: the first number of the tile faces W")
-        if tile not in hand:
+        rest = hand - {tile}  # the hand after the play: its size tells whether the tile was held
+        if len(rest) == len(hand):
             raise IllegalAction(f"you do not hold {tile}")
         if round.forced is not None and tile != round.forced:
             raise IllegalAction(f"you must lead {round.forced} (SB-3)")
         west = tile.high if play.west is None else play.west
         if west != tile.high and west != tile.low:
             raise IllegalAction(f"{tile} has no {west}")
-        return _after_play(state, round, seat, tile, None, Layout().lead(tile, west), now, phase=Phase.PLAY)
+        return _after_play(state, round, seat, rest, tile, None, Layout().lead(tile, west), now, phase=Phase.PLAY)
     end = play.end
     if end is None:
         raise IllegalAction("name the end to play on: W, E, N or S")
     if round.drawn is not None and tile != round.drawn:
         raise IllegalAction(f"you drew {round.drawn}: it must be placed at once (SB-6)")
-    if tile not in hand:
+    rest = hand - {tile}
+    if len(rest) == len(hand):
         raise IllegalAction(f"you do not hold {tile}")
     pip = round.layout.pip_at(end)
     if pip is None or (pip != tile.high and pip != tile.low):
         raise IllegalAction(_no_fit(round.layout, tile, end))
-    return _after_play(state, round, seat, tile, end, round.layout.place_on(tile, end, pip), now)
+    return _after_play(state, round, seat, rest, tile, end, round.layout.place_on(tile, end, pip), now)
 
 
 def _after_play(
-    state: State, round: Round, seat: Seat, tile: Tile, end: End | None, layout: Layout, now: Millis, **changes: Any
+    state: State,
+    round: Round,
+    seat: Seat,
+    rest: frozenset[Tile],
+    tile: Tile,
+    end: End | None,
+    layout: Layout,
+    now: Millis,
+    **changes: Any,
 ) -> tuple[State, Events]:
-    """The play's count and transfer, then the next decision. `changes` (the lead's new phase) and the
-    play's own changes go into one new state on the common path."""
-    hands = (round.hands[0] - {tile}, round.hands[1]) if seat == 0 else (round.hands[0], round.hands[1] - {tile})
+    """The play's count and transfer, then the next decision; `rest` is the player's hand after it.
+    `changes` (the lead's new phase) and the play's own go into one new state on the common path."""
+    hands = (rest, round.hands[1]) if seat == 0 else (round.hands[0], rest)
     count = layout.count()
     points = state.points
     scored = 0
@@ -92,7 +102,7 @@ def _after_play(
     # `_value_`, not the `value` property: the same string without two Python calls
     facts = {"tile": str(tile), "end": None if end is None else end._value_, "count": count, "scored": scored}
     events: Events = (Event("play", seat, facts),)
-    round = evolve(round, hands=hands, layout=layout, drawn=None, passes=0)
+    round = round.played(hands, layout)
     opponent = other(seat)
     if points[opponent] == 0:
         state = evolve(state, points=points, round=round, clock=state.clock.stop(now), **changes)

@@ -70,6 +70,26 @@ class Round:
     end: str | None = None
     domino_by: Seat | None = None
 
+    def played(self, hands: tuple[frozenset[Tile], frozenset[Tile]], layout: Layout) -> Round:
+        """This round after a tile is laid: no drawn tile waits to be placed and no passes stand.
+        The same as `evolve(self, hands=..., layout=..., drawn=None, passes=0)`, built directly: it
+        runs at every play."""
+        return Round(
+            hands,
+            self.boneyard,
+            layout,
+            self.jockey,
+            self.leader,
+            self.forced,
+            self.auction,
+            self.sale,
+            self.declined,
+            None,
+            0,
+            self.end,
+            self.domino_by,
+        )
+
     def summary(self) -> dict[str, JSON]:
         auction: JSON = None
         if self.declined:
