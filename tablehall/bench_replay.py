@@ -1,27 +1,29 @@
 """The reference-equivalent figure of `tablehall bench engine`: recorded matches applied from their start.
 
-The records are played once by the self-play bots with fixed seeds (untimed) and read back as a replay
-reads them: each match becomes its script, the deals (as chance steps) and the players' commands in the
-order `workers.games.records.replay` applies them. The timed loop then starts each match afresh and
-applies its script through the engine's `apply`, settling any deadline due first as a replay does.
-Every script is checked once against `replay` of its record, so the figure is for matches that end as
-recorded.
+The records are played once by the self-play bots with fixed seeds (untimed; the same records in every
+run) and read back as a replay reads them: each match becomes its script, the deals (as chance steps)
+and the players' commands in the order `workers.games.records.replay` applies them. The timed loop then
+starts each match afresh and applies its script through the engine's `apply`, settling any deadline due
+first as a replay does. Every script is checked once against `replay` of its record, so the figure is
+for matches that end as recorded.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tablehall.selfplay import self_play
+from tablehall.bots import choose
 from workers.games.engine import CHANCE, JSON, Game, Millis, Seat, millis
 from workers.games.records import Match, replay
 
 RECORDS = 12
 """Matches recorded per game: bots alternately random and greedy; every third 501♠ table has four."""
+MAX_STEPS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,23 +50,58 @@ def recorded(game: Game[Any, Any, Any], seed: int, count: int = RECORDS) -> list
     """`count` records of whole matches played by bots with fixed seeds (the same records every run)."""
     out = []
     for i in range(count):
-        seats = 4 if game.name == "501" and i % 3 == 2 else max(game.min_seats, 2)
-        players = [f"P{s}" for s in range(seats)]
-        rng = random.Random(seed * 1000 + i)
-        last = None
-        for turn in self_play(game, players, rng, greedy=[i % 2 == 1] * seats):
-            last = turn
-        assert last is not None
-        out.append(last.match.record())
+        seats = 4 if game.name == "501" and i % 3 == 2 else game.min_seats
+        out.append(_bot_match(game, seats, random.Random(seed * 1000 + i), greedy=i % 2 == 1).record())
     return out
 
 
+def _bot_match(game: Game[Any, Any, Any], seats: int, rng: random.Random, greedy: bool) -> Match:
+    """A match played to its end by the self-play bots (`tablehall.selfplay`), each reading its view's legal
+    actions in a fixed order: 501♠ lists a hand's plays in set order, which follows the cards' identities,
+    so the same seed would not give the same match in every process."""
+    match = Match.start(game, [f"P{s}" for s in range(seats)], {}, Seat(rng.randrange(seats)))
+    now = Millis(0)
+    for _ in range(MAX_STEPS):
+        if match.over:
+            return match
+        if game.needs_deal(match.state):
+            order = list(range(game.deck_size(match.state)))
+            rng.shuffle(order)
+            match, _ = match.deal(game.deal_from(match.state, order), now)
+            continue
+        now = Millis(now + rng.randint(200, 3000))  # within every clock's delay: no deadline passes
+        match, _ = match.advance(now)
+        for seat in map(Seat, range(seats)):
+            chosen = choose(_steady(game.view(match.state, seat).to_json()), rng, greedy)
+            if chosen is not None:
+                match, _ = match.apply(seat, game.parse_action(chosen), now)
+                break
+        else:
+            raise RuntimeError(f"{game.name}: no bot has anything to do")
+    raise RuntimeError(f"{game.name}: a bot match did not end in {MAX_STEPS} steps")
+
+
+def _steady(view: dict[str, JSON]) -> dict[str, JSON]:
+    """The view with its legal actions (and Spectacular Bid's counts, one per action) in a fixed order."""
+    legal = view.get("legal", [])
+    order = sorted(range(len(legal)), key=lambda i: json.dumps(legal[i], sort_keys=True))
+    steady = {**view, "legal": [legal[i] for i in order]}
+    if "counts" in view:
+        steady["counts"] = [view["counts"][i] for i in order]
+    return steady
+
+
 def script(game: Game[Any, Any, Any], record: Mapping[str, JSON]) -> Script:
-    """The steps `replay` applies for `record`, in its order: a deal whenever one is due, then each command."""
+    """The steps `replay` applies for `record` (a match without a void), in its order: a deal whenever one
+    is due, then each command."""
     deals = iter(game.parse_deal(raw) for raw in record[game.deals_key])
-    commands = [(Seat(e["seat"]), game.parse_action(e), millis(e["t"])) for e in record["events"]]
+    commands = []
+    t = Millis(0)
+    for event in record["events"]:
+        t = millis(event["t"]) if "t" in event else t  # an event without a time has its predecessor's
+        commands.append((Seat(event["seat"]), game.parse_action(event), t))
     lot = game.parse_lot(record)
-    match = Match.start(game, record["players"], record["options"], lot)
+    match = Match.start(game, record["players"], record.get("options", {}), lot)
     steps: list[tuple[Seat, Any, Millis]] = []
 
     def dealt(match: Match, t: Millis) -> Match:
@@ -80,8 +117,8 @@ def script(game: Game[Any, Any, Any], record: Mapping[str, JSON]) -> Script:
         match, _ = match.apply(seat, action, t)
         steps.append((seat, action, t))
         match = dealt(match, t)
-    end = millis(record["end_t"])
-    return Script(len(record["players"]), record["options"], lot, tuple(steps), end, replay(record).outcome)
+    end = millis(record["end_t"]) if record.get("end_t") is not None else match.now
+    return Script(len(record["players"]), record.get("options", {}), lot, tuple(steps), end, replay(record).outcome)
 
 
 def apply_script(game: Game[Any, Any, Any], script: Script) -> Any:
