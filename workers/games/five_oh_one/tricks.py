@@ -58,8 +58,8 @@ def play(table: Table, hand: Tricks, seat: Seat, action: Play) -> tuple[Tricks |
     trick = (*trick, (seat, card))
     events: tuple[Event, ...] = (_PLAYED[seat][card.index][action.marriage],)
     if len(trick) < PLAYERS:
-        nxt = Tricks(hand.terms, hands, _left(table, hand.terms.dealer, seat), trick, hand.done, hand.taken, marriages)
-        return nxt, events
+        left = _LEFT[table.seats][hand.terms.dealer][seat]
+        return Tricks(hand.terms, hands, left, trick, hand.done, hand.taken, marriages), events
     winner = _winner(trick, trump)
     points = trick[0][1].points + trick[1][1].points + trick[2][1].points
     taken = (*hand.taken[:winner], hand.taken[winner] + points, *hand.taken[winner + 1 :])
@@ -119,9 +119,13 @@ def _winner(trick: tuple[tuple[Seat, Card], ...], trump: Suit | None) -> Seat:
     return best_seat
 
 
-def _left(table: Table, dealer: Seat, seat: Seat) -> Seat:
+def _left(seats: int, dealer: int, seat: int) -> Seat:
     """The next active player clockwise: a sitting-out dealer is skipped."""
-    nxt = (seat + 1) % table.seats
-    if nxt == dealer and table.seats == 4:
+    nxt = (seat + 1) % seats
+    if nxt == dealer and seats == 4:
         nxt = (nxt + 1) % 4
     return Seat(nxt)
+
+
+_LEFT = {n: tuple(tuple(_left(n, dealer, seat) for seat in range(n)) for dealer in range(n)) for n in (3, 4)}
+"""`_left` for every table size, dealer and seat, made once: read at every card that does not end a trick."""

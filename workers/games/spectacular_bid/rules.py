@@ -21,11 +21,12 @@ _NONE: Events = ()
 
 
 def next_deadline(state: State) -> Millis | None:
-    if state.phase is Phase.READY:
+    phase = state.phase  # a replay asks twice a step: the decision phases first
+    if phase is Phase.PLAY or phase is Phase.LEAD or phase is Phase.AUCTION:
+        return state.clock.deadline()
+    if phase is Phase.READY:
         return Millis(state.paused_at + state.options.ready_timeout)
-    if state.phase is Phase.DEAL or state.phase is Phase.OVER:
-        return None
-    return state.clock.deadline()
+    return None  # dealing, or over
 
 
 def on_deadline(state: State, now: Millis) -> tuple[State, Events]:
