@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from gateway.service import new_token
-from gateway.tournaments import rounds, store, tables
+from gateway.tournaments import pairing, rounds, store, tables
 from gateway.tournaments.errors import BatchRejected, NotYours, RoundNotOver, TournamentOver
 from gateway.tournaments.organizers import Organizer
 from gateway.tournaments.tables import PlannedTable
@@ -92,6 +92,10 @@ class Director:
         self.locks: dict[str, asyncio.Lock] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
         self.recent: dict[str, tuple[int, store.Snapshot]] = {}
+        self.pairing: dict[str, int] = {}
+        """Tournaments whose next round this process is pairing now, and that round."""
+        self.problems: dict[str, str] = {}
+        """Why the last pairing of a tournament failed here (until one succeeds)."""
 
     async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.to_thread(fn, self.engine, *args)
@@ -201,9 +205,7 @@ class Director:
             for seed, (name, token) in enumerate(zip(spec.players, tokens, strict=True), 1)
         ]
         await self._db(store.insert_tournament, tournament, players)
-        batch_id = await self.advance(tournament_id, by_organizer=True)
-        if batch_id is not None:
-            self.spawn(self.deliver(batch_id))
+        self.spawn(self.step(tournament_id))  # round 1 is paired in the pool, then its tables created: `state`
         return tournament_id, [(p.seed, p.name, t) for p, t in zip(players, tokens, strict=True)]
 
     async def snapshot(self, tournament_id: str, organizer: Organizer | None = None) -> store.Snapshot:
@@ -262,9 +264,30 @@ class Director:
                 return await self._replays(snap, number, start)
             return await self._round(snap, number + 1, start)
 
+    def state(self, snap: store.Snapshot) -> tuple[str, str]:
+        """The tournament's status and its detail as callers see them: `pairing` while a round is paired (round
+        1 until it is written, read from the database; a later one while this process pairs it),
+        `pairing_failed` with the reason once a pairing failed here (the next pass tries again)."""
+        t = snap.tournament
+        if t.status != "running":
+            return t.status, ""
+        if t.id in self.problems:
+            return "pairing_failed", self.problems[t.id]
+        if t.id in self.pairing or t.current_round == 0:
+            return "pairing", f"round {self.pairing.get(t.id, t.current_round + 1)} is being paired"
+        return t.status, ""
+
     async def _round(self, snap: store.Snapshot, number: int, origin: int) -> str | None:
         t = snap.tournament
-        plan = await asyncio.to_thread(rounds.plan, t.settings(), snap.history(), number)  # Swiss: seconds when large
+        self.pairing[t.id] = number
+        try:
+            plan = await pairing.plan(t.settings(), snap.history(), number)  # a process pool: never the clocks' GIL
+        except pairing.PairingFailed as error:
+            self.problems[t.id] = str(error)
+            raise
+        finally:
+            self.pairing.pop(t.id, None)
+        self.problems.pop(t.id, None)
         planned = await self._planned(t.id, plan.tables)
         batch = store.Batch(f"{t.id}-r{number}-a0", t.organizer_id, t.game, t.options, origin, len(planned),
                             t.id, number, 0)  # fmt: skip
@@ -321,7 +344,13 @@ class Director:
             await self.step(tournament_id)
 
     async def step(self, tournament_id: str) -> None:
-        batch_id = await self.advance(tournament_id)
+        """Advance, then create the tables of a round written. A pairing that failed is on the tournament
+        (`state`) and in the log; the periodic pass tries again."""
+        try:
+            batch_id = await self.advance(tournament_id)
+        except pairing.PairingFailed as error:
+            log.warning("tournament %s: %s", tournament_id, error)
+            return
         if batch_id is not None:
             await self.deliver(batch_id)
 

@@ -117,7 +117,7 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
     ) -> tournaments_pb2.Tournament:
         director, organizer = await self.organizer(context)
         snap = await director.snapshot(request.tournament_id, organizer)
-        return tournament_message(snap, request.with_tables, director.clock())
+        return tournament_message(snap, request.with_tables, director.clock(), director.state(snap))
 
     @edge
     async def NextRound(
@@ -128,7 +128,8 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
         batch_id = await director.advance(request.tournament_id, by_organizer=True)
         if batch_id is not None:
             director.spawn(director.deliver(batch_id))  # the caller follows the progress with GetTournament
-        return tournament_message(await director.snapshot(request.tournament_id), False, director.clock())
+        snap = await director.snapshot(request.tournament_id)
+        return tournament_message(snap, False, director.clock(), director.state(snap))
 
     @edge
     async def GetStandings(
@@ -206,10 +207,14 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
                     )
 
 
-def tournament_message(snap: store.Snapshot, with_tables: bool, now_unix_ms: int) -> tournaments_pb2.Tournament:
+def tournament_message(
+    snap: store.Snapshot, with_tables: bool, now_unix_ms: int, state: tuple[str, str] | None = None
+) -> tournaments_pb2.Tournament:
+    """The tournament as callers see it; `state`: its status and detail (Director.state), else the stored status."""
     t = snap.tournament
+    status, detail = state or (t.status, "")
     message = tournaments_pb2.Tournament(
-        tournament_id=t.id, name=t.name, game=t.game, format=t.format, status=t.status, rounds=t.rounds,
+        tournament_id=t.id, name=t.name, game=t.game, format=t.format, status=status, detail=detail, rounds=t.rounds,
         current_round=t.current_round, players=list(t.players), voided=t.voided, manual=t.manual,
         starts_unix_ms=t.starts_unix_ms,
         round_states=[
