@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     clocks.add_argument("--clocks", type=int, default=10_000)
     clocks.add_argument("--load", type=int, default=0, help="also with bots playing this many matches at a time")
     clocks.add_argument("--swiss", type=int, default=0, help="also while a Swiss round 1 of this many is paired")
-    clocks.add_argument("--window", type=float, default=10.0, help="seconds the deadlines are spread over")
+    clocks.add_argument("--window", type=float, default=30.0, help="seconds the clock starts (and flags) spread over")
     clocks.add_argument("--seed", type=int, default=1)
     clocks.add_argument("--swiss-in-thread", action="store_true", help="pair as before: a thread of the worker")
     recovery = bench_kinds.add_parser("recovery", help="time one worker's recovery of N unfinished matches")
