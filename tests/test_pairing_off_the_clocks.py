@@ -6,7 +6,9 @@ clocks' process), and no timer fires late enough to void a match. A hang fails t
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -17,12 +19,15 @@ from ratings.settings import engine_for
 from tablehall.bench_service import Tally, one_match
 from tablehall.client import Client
 from tests.metrics_support import Served, serve_with_metrics, value
+from tests.tournament_hall import Hall, run_hall
 
 BOUND_S = 300.0
 PAUSES_S = (5, 6, 7, 8)
 """The clock tables' Continue pauses: their clocks start 5–8 s after creation and flag 10 s later."""
 TABLES_PER_PAUSE = 50
 PLAYERS = 1000
+BROKEN = 200
+"""Players of the tournament whose pairing process is killed (it is paired again, so not too many)."""
 
 
 async def clock_tables(stub: tournaments_pb2_grpc.TournamentsStub, auth: Any) -> list[str]:
@@ -80,3 +85,44 @@ async def _body(served: Served, key: str) -> tuple[Any, Any, list[dict[str, Any]
             state = await stub.GetTournament(ask, metadata=auth)
         await bots
         return first, state, await until_ended(client, tables), tally
+
+
+def pool_children() -> list[int]:
+    """This process's children running a `spawn` start (the pairing pool's process), from /proc."""
+    found = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(int(child))
+    return found
+
+
+def test_a_pairing_process_that_dies_shows_on_the_tournament_and_the_round_is_paired_again(tmp_path: Path) -> None:
+    """The pool's process killed mid-pairing: the tournament says `pairing_failed` and why; the periodic pass
+    pairs the round again in a new pool process."""
+
+    async def body(hall: Hall) -> tuple[Any, Any]:
+        request = tournaments_pb2.CreateTournamentRequest(
+            name="Broken", game="spectacular-bid", players=[f"p{n:04d}" for n in range(BROKEN)], format="swiss",
+            rounds=1, start_unix_ms=int(time.time() * 1000) + 3_600_000,
+        )  # fmt: skip
+        created = await hall.call("CreateTournament", request)
+        ask = tournaments_pb2.GetTournamentRequest(tournament_id=created.tournament_id)
+        while not pool_children():
+            await asyncio.sleep(0.05)
+        for pid in pool_children():
+            os.kill(pid, signal.SIGKILL)
+        state = await hall.call("GetTournament", ask)
+        while state.status == "pairing":
+            await asyncio.sleep(0.05)
+            state = await hall.call("GetTournament", ask)
+        failed = state
+        while state.status != "running" or not state.round_states:
+            await asyncio.sleep(0.2)
+            state = await hall.call("GetTournament", ask)
+        return failed, state
+
+    failed, paired = run_hall(tmp_path, body, timeout=BOUND_S)
+    assert failed.status == "pairing_failed" and failed.current_round == 0, failed
+    assert failed.detail == "round 1: the pairing process stopped; the next pass pairs it again"
+    assert paired.round_states[0].tables == BROKEN // 2

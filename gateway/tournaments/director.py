@@ -94,8 +94,9 @@ class Director:
         self.recent: dict[str, tuple[int, store.Snapshot]] = {}
         self.pairing: dict[str, int] = {}
         """Tournaments whose next round this process is pairing now, and that round."""
-        self.problems: dict[str, str] = {}
-        """Why the last pairing of a tournament failed here (until one succeeds)."""
+        self.problems: dict[str, tuple[int, str]] = {}
+        """The round whose pairing failed here last, and why (shown until that round is written, by any
+        director: the service's and the periodic pass's are different objects)."""
 
     async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.to_thread(fn, self.engine, *args)
@@ -205,8 +206,14 @@ class Director:
             for seed, (name, token) in enumerate(zip(spec.players, tokens, strict=True), 1)
         ]
         await self._db(store.insert_tournament, tournament, players)
-        self.spawn(self.step(tournament_id))  # round 1 is paired in the pool, then its tables created: `state`
+        self.spawn(self._first_round(tournament_id))  # paired in the pool, then its tables created: `state`
         return tournament_id, [(p.seed, p.name, t) for p, t in zip(players, tokens, strict=True)]
+
+    async def _first_round(self, tournament_id: str) -> None:
+        try:
+            await self.step(tournament_id)
+        except Exception:
+            log.exception("tournament %s: round 1 not created yet; the periodic pass tries again", tournament_id)
 
     async def snapshot(self, tournament_id: str, organizer: Organizer | None = None) -> store.Snapshot:
         """The tournament as it stands (results of tables that ended since recorded first)."""
@@ -271,10 +278,12 @@ class Director:
         t = snap.tournament
         if t.status != "running":
             return t.status, ""
-        if t.id in self.problems:
-            return "pairing_failed", self.problems[t.id]
-        if t.id in self.pairing or t.current_round == 0:
-            return "pairing", f"round {self.pairing.get(t.id, t.current_round + 1)} is being paired"
+        failed = self.problems.get(t.id)
+        if failed is not None and failed[0] > t.current_round:  # not written since by any director
+            return "pairing_failed", failed[1]
+        number = self.pairing.get(t.id, 1 if t.current_round == 0 else None)
+        if number is not None and number > t.current_round:
+            return "pairing", f"round {number} is being paired"
         return t.status, ""
 
     async def _round(self, snap: store.Snapshot, number: int, origin: int) -> str | None:
@@ -283,7 +292,7 @@ class Director:
         try:
             plan = await pairing.plan(t.settings(), snap.history(), number)  # a process pool: never the clocks' GIL
         except pairing.PairingFailed as error:
-            self.problems[t.id] = str(error)
+            self.problems[t.id] = (number, str(error))
             raise
         finally:
             self.pairing.pop(t.id, None)
