@@ -130,7 +130,11 @@ async def service(address: str | None, workers: int, database_url: str) -> Async
             yield line.split("serving on ", 1)[1].split()[0], process.pid
         finally:
             process.terminate()
-            await asyncio.to_thread(process.wait, 10)
+            try:
+                await asyncio.to_thread(process.wait, STOP_S)
+            except subprocess.TimeoutExpired:  # a service slow to stop under load must not cost the figures
+                process.kill()
+                await asyncio.to_thread(process.wait)
 
 
 async def bot(seat: SeatClient, rng: random.Random, tally: Tally) -> None:
@@ -223,6 +227,8 @@ async def pinger(client: Client, samples: list[float], stop: asyncio.Event) -> N
         await asyncio.sleep(0.005)
 
 
+STOP_S = 10.0
+"""How long the service started here may take to stop before it is killed (its figures are taken already)."""
 RESIGN_S = 5.0
 """How long a resignation on the way out may take (the service may be the thing that failed)."""
 CHANNELS = 16
