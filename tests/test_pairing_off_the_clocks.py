@@ -15,11 +15,11 @@ from typing import Any
 
 from gateway.tournaments.organizers import create_organizer
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_grpc
-from ratings.settings import engine_for
 from tablehall.bench_service import Tally, one_match
 from tablehall.client import Client
 from tests.metrics_support import Served, serve_with_metrics, value
 from tests.tournament_hall import Hall, run_hall
+from workers.sql.migrate import engine_for
 
 BOUND_S = 300.0
 PAUSES_S = (5, 6, 7, 8)

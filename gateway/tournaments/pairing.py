@@ -81,7 +81,7 @@ async def records(engine: Engine, match_ids: Sequence[str]) -> dict[str, tuple[s
 
 
 def _records(url: str, match_ids: list[str]) -> dict[str, tuple[str, str]]:
-    from ratings.settings import engine_for
+    from workers.sql.migrate import engine_for
 
     found = store.ended_records(engine_for(url), match_ids)
     return {m: (r.status, json.dumps(r.record())) for m, r in found.items()}
