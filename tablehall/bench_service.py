@@ -58,6 +58,20 @@ class Tally:
     cpu_s: dict[str, float] = field(default_factory=dict)
     """CPU seconds spent during the load, per process of the service and by the load generator."""
 
+    def service_cpu_ms(self) -> float:
+        """The service's CPU per command (every process but the load generator), in ms."""
+        spent = sum(s for name, s in self.cpu_s.items() if name != "load generator")
+        return spent * 1000 / len(self.command_s) if self.command_s else float("nan")
+
+
+@dataclass(frozen=True, slots=True)
+class Peer:
+    """Figures of another service's harness (boardgame.io's), printed beside ours as ratios; None: not given."""
+
+    moves_per_s: float | None = None
+    p99_ms: float | None = None
+    cpu_ms: float | None = None
+
 
 class GaveUp(Exception):
     """A seat's bot cannot go on: refused again and again on one view, or its stream kept dropping."""
@@ -116,7 +130,11 @@ async def service(address: str | None, workers: int, database_url: str) -> Async
             yield line.split("serving on ", 1)[1].split()[0], process.pid
         finally:
             process.terminate()
-            await asyncio.to_thread(process.wait, 10)
+            try:
+                await asyncio.to_thread(process.wait, STOP_S)
+            except subprocess.TimeoutExpired:  # a service slow to stop under load must not cost the figures
+                process.kill()
+                await asyncio.to_thread(process.wait)
 
 
 async def bot(seat: SeatClient, rng: random.Random, tally: Tally) -> None:
@@ -167,7 +185,11 @@ async def _session(seat: SeatClient, rng: random.Random, tally: Tally, after: in
 
 async def one_match(client: Client, game: str, rng: random.Random, tally: Tally) -> None:
     """Bots play every seat; whatever stops them (Ctrl-C, a bot giving up), the match does not stay running."""
-    created = await client.create_match(game, PLAYERS[game], OPTIONS[game])
+    try:
+        created = await client.create_match(game, PLAYERS[game], OPTIONS[game])
+    except TablehallError as error:  # refused, cancelled, unavailable under load: counted, the bench goes on
+        tally.refused[f"create: {error.code or error.status.name}"] += 1
+        return
     seats = [client.seat(created.match_id, token) for token in created.tokens]
     ended = False
     try:
@@ -205,6 +227,8 @@ async def pinger(client: Client, samples: list[float], stop: asyncio.Event) -> N
         await asyncio.sleep(0.005)
 
 
+STOP_S = 10.0
+"""How long the service started here may take to stop before it is killed (its figures are taken already)."""
 RESIGN_S = 5.0
 """How long a resignation on the way out may take (the service may be the thing that failed)."""
 CHANNELS = 16
@@ -259,8 +283,9 @@ async def run(
 
 
 def bench_service(
-    address: str | None, matches: int, concurrency: int, game: str, seed: int, workers: int, database_url: str
-) -> int:
+    address: str | None, matches: int, concurrency: int, game: str, seed: int, workers: int, database_url: str,
+    peer: Peer | None = None,
+) -> int:  # fmt: skip
     """Exit 0 with the figures; 130 on Ctrl-C, 1 when the service failed, 2 when it could not start — each
     with one line saying how the bench's unfinished matches were ended."""
     tally = Tally()
@@ -274,11 +299,12 @@ def bench_service(
         if isinstance(cause, ServiceDidNotStart | ServiceUnreachable):
             print(f"tablehall bench service: the service did not start: {cause}", file=sys.stderr)
             return 2
-        if not isinstance(cause, TablehallError):
-            raise
-        print(f"tablehall bench service: stopped, the service refused: {cause.line()}; {ended(tally)}", file=sys.stderr)
+        said = cause.line() if isinstance(cause, TablehallError) else f"{type(cause).__name__}: {cause}"
+        print(f"tablehall bench service: stopped: {said}; {ended(tally)}", file=sys.stderr)
         return 1
     report(tally, address, matches, concurrency, game, workers, database_url)
+    if peer is not None:
+        compare(tally, peer)
     return 0
 
 
@@ -321,7 +347,8 @@ def report(
     idle50, idle99 = quantile(tally.idle_ping_s, 0.5), quantile(tally.idle_ping_s, 0.99)
     refused = ", ".join(f"{count} {code}" for code, count in tally.refused.most_common()) or "none"
     out.print(
-        f"wall {wall:.1f} s; {ended(tally)}; commands refused: {refused} (illegal_action: the match had moved on); "
+        f"wall {wall:.1f} s; {ended(tally)}; calls refused: {refused} (illegal_action: the match had moved on; "
+        "create: a match not created, counted and left out); "
         f"streams dropped and resumed: {tally.dropped}; "
         f"ping before the load: p50 {idle50 * 1000:.2f} ms, p99 {idle99 * 1000:.2f} ms"
     )
@@ -332,3 +359,21 @@ def report(
             + ", ".join(f"{name} {ms:.2f} ms" for name, ms in per.items())
             + f"; in all {sum(per.values()):.2f} ms (PostgreSQL's own not counted)"
         )
+
+
+def compare(tally: Tally, peer: Peer) -> None:
+    """Our figures beside the peer's, as ratios (ours ÷ theirs)."""
+    wall = tally.wall_s
+    ours = {
+        "moves/s": (len(tally.command_s) / wall if wall else float("nan"), peer.moves_per_s),
+        "command p99 ms": (quantile(tally.command_s, 0.99) * 1000, peer.p99_ms),
+        "server CPU ms per move": (tally.service_cpu_ms(), peer.cpu_ms),
+    }
+    table = Table(title="against the peer harness (boardgame.io's figures as given)")
+    for column in ("figure", "tablehall", "peer", "ratio"):
+        table.add_column(column, justify="right")
+    for name, (mine, theirs) in ours.items():
+        if theirs is not None:
+            ratio = f"{mine / theirs:.2f}×" if theirs else "—"
+            table.add_row(name, f"{mine:,.2f}", f"{theirs:,.2f}", ratio)
+    (Console() if sys.stdout.isatty() else Console(width=200)).print(table)

@@ -55,6 +55,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     load.add_argument("--seed", type=int, default=1)
     load.add_argument("--workers", type=int, default=0, help="worker processes behind the gateway (0: in process)")
     load.add_argument("--database-url", default="memory", help="memory (default), or a database URL")
+    for figure in ("moves-per-s", "p99-ms", "cpu-ms"):  # boardgame.io's harness figures, printed beside ours
+        load.add_argument(f"--peer-{figure}", type=float, default=None, help=f"the peer harness's {figure}")
+    clocks = bench_kinds.add_parser("clocks", help="timer lateness p50/p99/max with N running clocks on one worker")
+    clocks.add_argument("--clocks", type=int, default=10_000)
+    clocks.add_argument("--load", type=int, default=0, help="also with bots playing this many matches at a time")
+    clocks.add_argument("--swiss", type=int, default=0, help="also while a Swiss round 1 of this many is paired")
+    clocks.add_argument("--window", type=float, default=30.0, help="seconds the clock starts (and flags) spread over")
+    clocks.add_argument("--seed", type=int, default=1)
+    clocks.add_argument("--swiss-in-thread", action="store_true", help="pair as before: a thread of the worker")
     recovery = bench_kinds.add_parser("recovery", help="time one worker's recovery of N unfinished matches")
     recovery.add_argument("--matches", type=int, default=10_000)
     recovery.add_argument("--moves", type=int, default=12, help="commands played in each match before the stop")
@@ -244,11 +253,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return bench_engine(args.game, args.seconds, args.seed)
         if args.command == "bench" and args.kind == "service":
-            from tablehall.bench_service import bench_service
+            from tablehall.bench_service import Peer, bench_service
 
+            peer = Peer(args.peer_moves_per_s, args.peer_p99_ms, args.peer_cpu_ms)
             return bench_service(
-                args.address, args.matches, args.concurrency, args.game, args.seed, args.workers, args.database_url
+                args.address, args.matches, args.concurrency, args.game, args.seed, args.workers, args.database_url,
+                peer if peer != Peer() else None,
             )
+        if args.command == "bench" and args.kind == "clocks":
+            from tablehall.bench_clocks import bench_clocks
+
+            return bench_clocks(args.clocks, args.load, args.swiss, args.window, args.seed, args.swiss_in_thread)
         if args.command == "bench" and args.kind == "messages":
             from tablehall.bench_messages import bench_messages
 

@@ -211,6 +211,12 @@ async def _follow(call: _Caller, tournament_id: str, console: Console) -> tourna
     """A progress bar while the newest round's tables are created on the workers."""
     ask = tournaments_pb2.GetTournamentRequest(tournament_id=tournament_id)
     state: tournaments_pb2.Tournament = await call("GetTournament", ask)
+    with console.status(f"tournament {tournament_id}: pairing"):
+        while state.status == "pairing":  # the service pairs in a process of its own; the call came back at once
+            await asyncio.sleep(0.1)
+            state = await call("GetTournament", ask)
+    if state.status == "pairing_failed":
+        console.print(f"tournament {tournament_id}: {state.detail}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=False) as bar:  # fmt: skip
         task = None

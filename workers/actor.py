@@ -379,7 +379,7 @@ class MatchActor(Published):
         if deadline is None or deadline > now or self.match.over:
             self.arm()
             return
-        metrics.TIMER_LATENESS.labels(self.entry.game).observe(max(0, now - deadline) / 1000)
+        metrics.timer_lateness(self.entry.game, max(0, now - deadline) / 1000)
         if now - deadline > self.hosting.tolerance_ms:
             metrics.FAULTS.labels("timer_late").inc()
             match, _ = self.match.void(VoidReason.TIMER_LATE, now)

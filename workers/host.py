@@ -189,6 +189,7 @@ class MatchHost:
                 restored.append((actor, stored))
             return restored
         finally:
+            gc.freeze()  # long-lived: full collections need not scan them again (workers/tables.py, SLICE)
             if collecting:
                 gc.enable()
 

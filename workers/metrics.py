@@ -16,7 +16,7 @@ import logging
 import os
 import weakref
 from collections import Counter as Tally
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -45,6 +45,17 @@ TIMER_LATENESS = Histogram(
     ["game"],
     buckets=LATE,
 )
+LATENESS_TAPS: list[Callable[[str, float], None]] = []
+"""Listeners of each timer's lateness besides the histogram (`tablehall bench clocks` keeps every sample)."""
+
+
+def timer_lateness(game: str, late_s: float) -> None:
+    """A deadline timer ran `late_s` after its deadline (the mailbox's wait included)."""
+    TIMER_LATENESS.labels(game).observe(late_s)
+    for tap in LATENESS_TAPS:
+        tap(game, late_s)
+
+
 HOP = Histogram(
     "tablehall_gateway_worker_hop_seconds",
     "From the gateway stamping a command's arrival to its worker starting on it (wall clocks).",

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from gateway.service import new_token
-from gateway.tournaments import rounds, store, tables
+from gateway.tournaments import pairing, rounds, store, tables
 from gateway.tournaments.errors import BatchRejected, NotYours, RoundNotOver, TournamentOver
 from gateway.tournaments.organizers import Organizer
 from gateway.tournaments.tables import PlannedTable
@@ -92,6 +92,11 @@ class Director:
         self.locks: dict[str, asyncio.Lock] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
         self.recent: dict[str, tuple[int, store.Snapshot]] = {}
+        self.pairing: dict[str, int] = {}
+        """Tournaments whose next round this process is pairing now, and that round."""
+        self.problems: dict[str, tuple[int, str]] = {}
+        """The round whose pairing failed here last, and why (shown until that round is written, by any
+        director: the service's and the periodic pass's are different objects)."""
 
     async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.to_thread(fn, self.engine, *args)
@@ -201,10 +206,14 @@ class Director:
             for seed, (name, token) in enumerate(zip(spec.players, tokens, strict=True), 1)
         ]
         await self._db(store.insert_tournament, tournament, players)
-        batch_id = await self.advance(tournament_id, by_organizer=True)
-        if batch_id is not None:
-            self.spawn(self.deliver(batch_id))
+        self.spawn(self._first_round(tournament_id))  # paired in the pool, then its tables created: `state`
         return tournament_id, [(p.seed, p.name, t) for p, t in zip(players, tokens, strict=True)]
+
+    async def _first_round(self, tournament_id: str) -> None:
+        try:
+            await self.step(tournament_id)
+        except Exception:
+            log.exception("tournament %s: round 1 not created yet; the periodic pass tries again", tournament_id)
 
     async def snapshot(self, tournament_id: str, organizer: Organizer | None = None) -> store.Snapshot:
         """The tournament as it stands (results of tables that ended since recorded first)."""
@@ -262,9 +271,32 @@ class Director:
                 return await self._replays(snap, number, start)
             return await self._round(snap, number + 1, start)
 
+    def state(self, snap: store.Snapshot) -> tuple[str, str]:
+        """The tournament's status and its detail as callers see them: `pairing` while a round is paired (round
+        1 until it is written, read from the database; a later one while this process pairs it),
+        `pairing_failed` with the reason once a pairing failed here (the next pass tries again)."""
+        t = snap.tournament
+        if t.status != "running":
+            return t.status, ""
+        failed = self.problems.get(t.id)
+        if failed is not None and failed[0] > t.current_round:  # not written since by any director
+            return "pairing_failed", failed[1]
+        number = self.pairing.get(t.id, 1 if t.current_round == 0 else None)
+        if number is not None and number > t.current_round:
+            return "pairing", f"round {number} is being paired"
+        return t.status, ""
+
     async def _round(self, snap: store.Snapshot, number: int, origin: int) -> str | None:
         t = snap.tournament
-        plan = await asyncio.to_thread(rounds.plan, t.settings(), snap.history(), number)  # Swiss: seconds when large
+        self.pairing[t.id] = number
+        try:
+            plan = await pairing.plan(t.settings(), snap.history(), number)  # a process pool: never the clocks' GIL
+        except pairing.PairingFailed as error:
+            self.problems[t.id] = (number, str(error))
+            raise
+        finally:
+            self.pairing.pop(t.id, None)
+        self.problems.pop(t.id, None)
         planned = await self._planned(t.id, plan.tables)
         batch = store.Batch(f"{t.id}-r{number}-a0", t.organizer_id, t.game, t.options, origin, len(planned),
                             t.id, number, 0)  # fmt: skip
@@ -321,7 +353,13 @@ class Director:
             await self.step(tournament_id)
 
     async def step(self, tournament_id: str) -> None:
-        batch_id = await self.advance(tournament_id)
+        """Advance, then create the tables of a round written. A pairing that failed is on the tournament
+        (`state`) and in the log; the periodic pass tries again."""
+        try:
+            batch_id = await self.advance(tournament_id)
+        except pairing.PairingFailed as error:
+            log.warning("tournament %s: %s", tournament_id, error)
+            return
         if batch_id is not None:
             await self.deliver(batch_id)
 

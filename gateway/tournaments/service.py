@@ -13,7 +13,7 @@ from google.protobuf.json_format import MessageToDict
 from sqlalchemy import Engine
 
 from gateway.service import bearer, bearer_token, token_sha256
-from gateway.tournaments import reports, store
+from gateway.tournaments import pairing, reports, store
 from gateway.tournaments.director import Director, TournamentSpec
 from gateway.tournaments.errors import NoDatabase, NotYours
 from gateway.tournaments.organizers import Organizer, organizer_by_key
@@ -117,7 +117,7 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
     ) -> tournaments_pb2.Tournament:
         director, organizer = await self.organizer(context)
         snap = await director.snapshot(request.tournament_id, organizer)
-        return tournament_message(snap, request.with_tables, director.clock())
+        return tournament_message(snap, request.with_tables, director.clock(), director.state(snap))
 
     @edge
     async def NextRound(
@@ -128,7 +128,8 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
         batch_id = await director.advance(request.tournament_id, by_organizer=True)
         if batch_id is not None:
             director.spawn(director.deliver(batch_id))  # the caller follows the progress with GetTournament
-        return tournament_message(await director.snapshot(request.tournament_id), False, director.clock())
+        snap = await director.snapshot(request.tournament_id)
+        return tournament_message(snap, False, director.clock(), director.state(snap))
 
     @edge
     async def GetStandings(
@@ -196,20 +197,24 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
             listed = [(0, n, 0, t.match_id) for n, t in enumerate(planned, 1)]
         for start in range(0, len(listed), 200):
             part = listed[start : start + 200]
-            found = await asyncio.to_thread(store.ended_records, director.engine, [m for *_, m in part])
+            found = await pairing.records(director.engine, [m for *_, m in part])  # replayed off the clocks
             for number, table, attempt, match_id in part:
                 if match_id in found:
-                    replayed = found[match_id]
+                    status, record_json = found[match_id]
                     yield tournaments_pb2.TableRecord(
-                        round=number, table=table, attempt=attempt, match_id=match_id, status=replayed.status,
-                        record_json=json.dumps(replayed.record()),
+                        round=number, table=table, attempt=attempt, match_id=match_id, status=status,
+                        record_json=record_json,
                     )
 
 
-def tournament_message(snap: store.Snapshot, with_tables: bool, now_unix_ms: int) -> tournaments_pb2.Tournament:
+def tournament_message(
+    snap: store.Snapshot, with_tables: bool, now_unix_ms: int, state: tuple[str, str] | None = None
+) -> tournaments_pb2.Tournament:
+    """The tournament as callers see it; `state`: its status and detail (Director.state), else the stored status."""
     t = snap.tournament
+    status, detail = state or (t.status, "")
     message = tournaments_pb2.Tournament(
-        tournament_id=t.id, name=t.name, game=t.game, format=t.format, status=t.status, rounds=t.rounds,
+        tournament_id=t.id, name=t.name, game=t.game, format=t.format, status=status, detail=detail, rounds=t.rounds,
         current_round=t.current_round, players=list(t.players), voided=t.voided, manual=t.manual,
         starts_unix_ms=t.starts_unix_ms,
         round_states=[
