@@ -16,6 +16,7 @@ def add_commands(commands: Any, address: str) -> None:
     make = org.add_parser("create", help="create an organizer; prints its key once")
     make.add_argument("name")
     make.add_argument("--database-url", default=None, help="the service's database (TABLEHALL_DATABASE_URL)")
+    organizer.set_defaults(run=run_organize)
 
     def remote(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
@@ -33,6 +34,7 @@ def add_commands(commands: Any, address: str) -> None:
         parser.add_argument("--out", type=Path, default=None, help="write the tokens here as CSV (default: stdout)")
 
     tables = commands.add_parser("tables", help="many tables in one call (bulk pairing)")
+    tables.set_defaults(run=run_organize)
     tab = tables.add_subparsers(dest="kind", required=True)
     bulk = tab.add_parser("create", help="create the tables of a CSV file (one table per line, seats in order)")
     bulk.add_argument("--tables", type=Path, required=True)
@@ -43,6 +45,7 @@ def add_commands(commands: Any, address: str) -> None:
     remote(start)
 
     tournament = commands.add_parser("tournament", help="run a tournament")
+    tournament.set_defaults(run=run_organize)
     tour = tournament.add_subparsers(dest="kind", required=True)
     new = tour.add_parser("create", help="create a tournament; round 1 is scheduled with a progress bar")
     new.add_argument("--name", required=True)
@@ -68,3 +71,10 @@ def add_commands(commands: Any, address: str) -> None:
     bot.add_argument("--token", required=True)
     bot.add_argument("--address", default=address)
     add_client_tls(bot)
+
+
+def run_organize(args: argparse.Namespace) -> int:
+    """Every organizer command: tablehall/organize.py (and gRPC) loaded only now."""
+    from tablehall.organize import run
+
+    return run(args)

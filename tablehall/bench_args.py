@@ -1,0 +1,123 @@
+"""`tablehall bench KIND`: every benchmark's arguments and one small handler each. The benchmarks
+themselves live in tablehall/bench_*.py and are imported only when their handler runs."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_commands(commands: Any) -> None:
+    bench = commands.add_parser("bench", help="benchmarks that print figures")
+    kinds = bench.add_subparsers(dest="kind", required=True)
+    engine = kinds.add_parser("engine", help="legal-move applications per second, one core")
+    engine.add_argument("--game", default="all", choices=["all", "spectacular-bid", "501"])
+    engine.add_argument("--seconds", type=float, default=5.0, help="how long to play each game")
+    engine.add_argument("--seed", type=int, default=1)
+    engine.set_defaults(run=run_engine)
+    load = kinds.add_parser("service", help="bot-vs-bot matches through the gateway; commands/s, p50/p99")
+    load.add_argument("--matches", type=int, default=400)
+    load.add_argument("--concurrency", type=int, default=200)
+    load.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
+    load.add_argument("--address", default=None, help="an existing gateway (default: start tablehall serve)")
+    load.add_argument("--seed", type=int, default=1)
+    load.add_argument("--workers", type=int, default=0, help="worker processes behind the gateway (0: in process)")
+    load.add_argument("--database-url", default="memory", help="memory (default), or a database URL")
+    load.set_defaults(run=run_service)
+    recovery = kinds.add_parser("recovery", help="time one worker's recovery of N unfinished matches")
+    recovery.add_argument("--matches", type=int, default=10_000)
+    recovery.add_argument("--moves", type=int, default=12, help="commands played in each match before the stop")
+    recovery.add_argument("--database-url", required=True, help="an empty database, e.g. sqlite:///recovery.db")
+    recovery.set_defaults(run=run_recovery)
+    _add_celery_benches(kinds)
+    messages = kinds.add_parser("messages", help="CPU per streamed gRPC message, server and client")
+    messages.add_argument("--messages", type=int, default=40_000, help="round trips in all")
+    messages.add_argument("--streams", type=int, default=100)
+    messages.set_defaults(run=run_messages)
+    _add_lease_benches(kinds)
+    tables = kinds.add_parser("tables", help="time to schedule N tables in one call (tablehall serve)")
+    tables.add_argument("--tables", type=int, default=1000)
+    tables.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
+    tables.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
+    tables.set_defaults(run=run_tables)
+
+
+def _add_celery_benches(kinds: Any) -> None:
+    rates = kinds.add_parser("ratings", help="rating updates per second through a real Celery worker")
+    rates.add_argument("--database-url", required=True, help="a scratch database (matches are written to it)")
+    rates.add_argument("--matches", type=int, default=1000)
+    rates.add_argument("--concurrency", type=int, default=4, help="Celery worker processes")
+    rates.set_defaults(run=run_ratings)
+    sweep = kinds.add_parser("sweep", help="time one timeout sweep over N stored matches")
+    sweep.add_argument("--database-url", required=True, help="a scratch database (matches are written to it)")
+    sweep.add_argument("--matches", type=int, default=100_000)
+    sweep.add_argument("--overdue", type=int, default=100)
+    sweep.set_defaults(run=run_sweep)
+
+
+def _add_lease_benches(kinds: Any) -> None:
+    roll = kinds.add_parser("roll", help="every worker replaced one at a time under load: voids, pauses")
+    roll.add_argument("--workers", type=int, default=3)
+    roll.add_argument("--inflight", type=int, default=40, help="matches kept in flight by bots")
+    roll.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
+    roll.set_defaults(run=run_roll)
+    failover = kinds.add_parser("failover", help="kill -9 of one worker of three: matches going on")
+    failover.add_argument("--matches", type=int, default=900, help="matches with running clocks, on 3 workers")
+    failover.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
+    failover.set_defaults(run=run_failover)
+
+
+def run_engine(args: argparse.Namespace) -> int:
+    from tablehall.bench import bench_engine
+
+    return bench_engine(args.game, args.seconds, args.seed)
+
+
+def run_service(args: argparse.Namespace) -> int:
+    from tablehall.bench_service import bench_service
+
+    return bench_service(
+        args.address, args.matches, args.concurrency, args.game, args.seed, args.workers, args.database_url
+    )
+
+
+def run_recovery(args: argparse.Namespace) -> int:
+    from tablehall.bench_recovery import bench_recovery
+
+    return bench_recovery(args.matches, args.moves, args.database_url)
+
+
+def run_ratings(args: argparse.Namespace) -> int:
+    from tablehall.bench_ratings import bench_ratings
+
+    return bench_ratings(args.database_url, args.matches, args.concurrency)
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    from tablehall.bench_ratings import bench_sweep
+
+    return bench_sweep(args.database_url, args.matches, args.overdue)
+
+
+def run_messages(args: argparse.Namespace) -> int:
+    from tablehall.bench_messages import bench_messages
+
+    return bench_messages(args.messages, args.streams)
+
+
+def run_roll(args: argparse.Namespace) -> int:
+    from tablehall.bench_leases import bench_roll
+
+    return bench_roll(args.workers, args.inflight, args.database_url)
+
+
+def run_failover(args: argparse.Namespace) -> int:
+    from tablehall.bench_leases import bench_failover
+
+    return bench_failover(args.matches, args.database_url)
+
+
+def run_tables(args: argparse.Namespace) -> int:
+    from tablehall.bench_tables import bench_tables
+
+    return bench_tables(args.tables, args.game, args.database_url)
