@@ -6,19 +6,21 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from workers.games.catalog import SPECTACULAR_BID, names
+
 
 def add_commands(commands: Any) -> None:
     bench = commands.add_parser("bench", help="benchmarks that print figures")
     kinds = bench.add_subparsers(dest="kind", required=True)
     engine = kinds.add_parser("engine", help="legal-move applications per second, one core")
-    engine.add_argument("--game", default="all", choices=["all", "spectacular-bid", "501"])
+    engine.add_argument("--game", default="all", choices=["all", *names()])
     engine.add_argument("--seconds", type=float, default=5.0, help="how long to play each game")
     engine.add_argument("--seed", type=int, default=1)
     engine.set_defaults(run=run_engine)
     load = kinds.add_parser("service", help="bot-vs-bot matches through the gateway; commands/s, p50/p99")
     load.add_argument("--matches", type=int, default=400)
     load.add_argument("--concurrency", type=int, default=200)
-    load.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
+    load.add_argument("--game", default=SPECTACULAR_BID, choices=names())
     load.add_argument("--address", default=None, help="an existing gateway (default: start tablehall serve)")
     load.add_argument("--seed", type=int, default=1)
     load.add_argument("--workers", type=int, default=0, help="worker processes behind the gateway (0: in process)")
@@ -37,7 +39,7 @@ def add_commands(commands: Any) -> None:
     _add_lease_benches(kinds)
     tables = kinds.add_parser("tables", help="time to schedule N tables in one call (tablehall serve)")
     tables.add_argument("--tables", type=int, default=1000)
-    tables.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
+    tables.add_argument("--game", default=SPECTACULAR_BID, choices=names())
     tables.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
     tables.set_defaults(run=run_tables)
 

@@ -7,7 +7,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tablehall.play_args import BANK_HELP, DELAY_HELP, POINTS_HELP, START_SCORE_HELP
 from tablehall.tls_args import add_client_tls
+from workers.games.catalog import names
 
 
 def add_commands(commands: Any, address: str) -> None:
@@ -24,12 +26,12 @@ def add_commands(commands: Any, address: str) -> None:
         add_client_tls(parser)
 
     def options(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--game", required=True, choices=["spectacular-bid", "501"])
+        parser.add_argument("--game", required=True, choices=names())
         parser.add_argument("--start-at", default=None, help="when the clocks start: ISO time, or +90s / +10m / +1h")
-        parser.add_argument("--points", type=int, default=None, help="Spectacular Bid: starting points (150)")
-        parser.add_argument("--bank", type=float, default=None, help="Spectacular Bid: bank seconds (120)")
-        parser.add_argument("--delay", type=float, default=None, help="Spectacular Bid: delay seconds (10)")
-        parser.add_argument("--start-score", type=int, default=None, help="501♠: starting score (501)")
+        parser.add_argument("--points", type=int, default=None, help=POINTS_HELP)
+        parser.add_argument("--bank", type=float, default=None, help=BANK_HELP)
+        parser.add_argument("--delay", type=float, default=None, help=DELAY_HELP)
+        parser.add_argument("--start-score", type=int, default=None, help=START_SCORE_HELP)
         parser.add_argument("--decision-limit", type=float, default=None, help="501♠: seconds per decision")
         parser.add_argument("--out", type=Path, default=None, help="write the tokens here as CSV (default: stdout)")
 

@@ -8,12 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from tablehall.tls_args import add_client_tls, client_tls
+from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, names, option_default, seat_counts
+
+POINTS_HELP = f"Spectacular Bid: starting points ({option_default(SPECTACULAR_BID, 'start_points')})"
+BANK_HELP = f"Spectacular Bid: bank seconds ({option_default(SPECTACULAR_BID, 'bank_s')})"
+DELAY_HELP = f"Spectacular Bid: delay seconds ({option_default(SPECTACULAR_BID, 'delay_s')})"
+START_SCORE_HELP = f"501♠: starting score ({option_default(FIVE_OH_ONE, 'start_score')})"
+"""The match options' help texts, their defaults read from each game's declaration (also organize_args)."""
 
 
 def add_demo(commands: Any) -> None:
     demo = commands.add_parser("demo", help="bots play a match, shown turn by turn")
-    demo.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
-    demo.add_argument("--players", type=int, default=None, help="501♠: 3 or 4 players")
+    demo.add_argument("--game", default=SPECTACULAR_BID, choices=names())
+    demo.add_argument("--players", type=int, default=None, help=f"501♠: {seat_counts(FIVE_OH_ONE)} players")
     demo.add_argument("--seed", type=int, default=None, help="repeat a demo (default: CSPRNG deals)")
     demo.add_argument("--pace", type=float, default=0.0, help="seconds to pause between turns on screen")
     demo.add_argument("--greedy", action="store_true", help="bots prefer scoring plays")
@@ -25,17 +32,17 @@ def add_commands(commands: Any, address: str) -> None:
     """`play` and `bot`, both talking to the service at `address` unless told otherwise."""
     play = commands.add_parser("play", help="play a match in the terminal (vs bots, a friend, or one shared device)")
     play.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
-    play.add_argument("--game", default="spectacular-bid", choices=["spectacular-bid", "501"])
+    play.add_argument("--game", default=SPECTACULAR_BID, choices=names())
     play.add_argument("--vs", default="bot", choices=["bot", "friend"], help="who plays the other seats")
     play.add_argument("--join", metavar="MATCH", default=None, help="play a seat of an existing match")
     play.add_argument("--token", default=None, help="the seat's token (with --join)")
     play.add_argument("--shared-device", action="store_true", help="every seat on this terminal, hand-over screens")
-    play.add_argument("--players", type=int, default=None, help="501♠: 3 or 4 players")
+    play.add_argument("--players", type=int, default=None, help=f"501♠: {seat_counts(FIVE_OH_ONE)} players")
     play.add_argument("--name", default="You")
     play.add_argument("--think", type=float, default=0.5, help="seconds each bot waits before its move")
-    play.add_argument("--points", type=int, default=None, help="Spectacular Bid: starting points (150)")
-    play.add_argument("--bank", type=float, default=None, help="Spectacular Bid: bank seconds (120)")
-    play.add_argument("--start-score", type=int, default=None, help="501♠: starting score (501)")
+    play.add_argument("--points", type=int, default=None, help=POINTS_HELP)
+    play.add_argument("--bank", type=float, default=None, help=BANK_HELP)
+    play.add_argument("--start-score", type=int, default=None, help=START_SCORE_HELP)
     add_client_tls(play)
     play.set_defaults(run=run_play)
 

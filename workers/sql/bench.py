@@ -16,6 +16,7 @@ import asyncio
 import time
 import uuid
 
+from workers.games.catalog import FIVE_OH_ONE
 from workers.sql.engine import database_url
 from workers.sql.storage import SqlStorage
 from workers.storage import LogEntry, MatchEntry, Progress, Snapshot
@@ -24,7 +25,7 @@ PARTITIONS = list(range(256))
 
 
 def _entry(prefix: str, i: int, partition: int) -> MatchEntry:
-    return MatchEntry(f"{prefix}-{i}", "501", ("ann", "bob", "cid"), {}, (b"\0" * 32,) * 3, 0, 0, partition)
+    return MatchEntry(f"{prefix}-{i}", FIVE_OH_ONE, ("ann", "bob", "cid"), {}, (b"\0" * 32,) * 3, 0, 0, partition)
 
 
 def _step(seq: int) -> LogEntry:
