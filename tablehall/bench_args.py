@@ -42,6 +42,12 @@ def add_commands(commands: Any) -> None:
     tables.add_argument("--game", default=SPECTACULAR_BID, choices=names())
     tables.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
     tables.set_defaults(run=run_tables)
+    log = kinds.add_parser("log", help="durable appends per second with group commit (the event log alone)")
+    log.add_argument("--database-url", default=None, help="a scratch database (default: TABLEHALL_DATABASE_URL)")
+    log.add_argument("--matches", type=int, default=500, help="concurrent matches")
+    log.add_argument("--per-match", type=int, default=40, help="appends per match")
+    log.add_argument("--recovery", type=int, default=0, metavar="N", help="also time unfinished() over N matches")
+    log.set_defaults(run=run_log)
 
 
 def _add_celery_benches(kinds: Any) -> None:
@@ -123,3 +129,9 @@ def run_tables(args: argparse.Namespace) -> int:
     from tablehall.bench_tables import bench_tables
 
     return bench_tables(args.tables, args.game, args.database_url)
+
+
+def run_log(args: argparse.Namespace) -> int:
+    from tablehall.bench_log import bench_log
+
+    return bench_log(args.database_url, args.matches, args.per_match, args.recovery)
