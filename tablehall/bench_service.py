@@ -28,9 +28,9 @@ from rich.table import Table
 
 from tablehall.bots import choose
 from tablehall.client import Client, Result, SeatClient, ServiceUnreachable, TablehallError
-from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID
+from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats, names
 
-PLAYERS = {SPECTACULAR_BID: ["A", "B"], FIVE_OH_ONE: ["A", "B", "C"]}
+PLAYERS = {game: list("ABCD")[: fewest_seats(game)] for game in names()}
 DECISION_LIMIT_S = 30.0
 """501♠ has no resignation: the bench's 501♠ matches carry this decision limit, so a match it leaves (Ctrl-C,
 an error) ends on time within it instead of staying in progress; its bots answer in milliseconds."""

@@ -30,7 +30,7 @@ from tablehall import bots
 from tablehall.client import Client, SeatClient, ServiceUnreachable, TablehallError, Tls
 from tablehall.menu import RESIGN, BadInput, Item, menu, parse, quit_words
 from tablehall.render import MatchTime, clock_line, result_line, seat_name, view_lines
-from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID
+from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats
 
 View = dict[str, Any]
 SB = SPECTACULAR_BID
@@ -322,7 +322,7 @@ async def run_play(
             if join is not None:
                 table = await _join(client, join, token)
             else:
-                table = await _create(client, game, vs, shared, players or (2 if game == SB else 3), name, options)
+                table = await _create(client, game, vs, shared, players or fewest_seats(game), name, options)
         except (ServiceUnreachable, TablehallError, CannotStart) as error:
             print(f"tablehall play: {_said(error)}", file=sys.stderr)
             return 2
