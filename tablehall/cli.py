@@ -19,6 +19,7 @@ EXIT_MALFORMED = 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, then run the command's handler; a failure the user can fix is one line and exit 2."""
     args = parser().parse_args(argv)
     try:
         code: int = args.run(args)

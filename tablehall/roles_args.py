@@ -11,7 +11,8 @@ from typing import Any
 
 from tablehall.tls_args import add_server_tls, server_tls
 
-EXIT_MALFORMED = 2
+EXIT_CANNOT_START = 2
+"""The address cannot be listened on (or a setting cannot be used): said before anything starts."""
 
 METRICS_HELP = "serve /metrics on this port (TABLEHALL_METRICS_PORT; 0 = off, the default)"
 WEB_HELP = (
@@ -101,7 +102,7 @@ def run_serve(args: argparse.Namespace) -> int:
     host, port = settings(args.host, args.port)
     web = WebSettings.of(args.web_port, args.cors_origins, DEFAULT_WEB_PORT if port else 0)
     if cannot_listen("serve", host, port):
-        return EXIT_MALFORMED
+        return EXIT_CANNOT_START
     tls = server_tls(args)
     asyncio.run(serve(host, port, args.workers or 0, args.database_url, args.metrics_port, web, tls))
     return 0
@@ -117,7 +118,7 @@ def run_gateway(args: argparse.Namespace) -> int:
 
     web = WebSettings.of(args.web_port, args.cors_origins, None)
     if cannot_listen("gateway", *settings(args.host, args.port)):
-        return EXIT_MALFORMED
+        return EXIT_CANNOT_START
     asyncio.run(
         gateway_role(
             *settings(args.host, args.port), args.workers, args.worker_address, args.metrics_port, web,
@@ -139,7 +140,7 @@ def run_worker(args: argparse.Namespace) -> int:
     else:
         port = args.port if args.port is not None else int(os.environ.get("TABLEHALL_WORKER_PORT", "0"))
     if port and cannot_listen("worker", args.host, port):
-        return EXIT_MALFORMED
+        return EXIT_CANNOT_START
     return asyncio.run(
         worker_role(
             args.ordinal, args.workers, args.host, args.port, args.database_url, args.metrics_port, args.advertise,
