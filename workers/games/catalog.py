@@ -6,6 +6,7 @@ ranges, defaults in the game's `options.py`); everything else reads them from he
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from typing import Any, Final
 
@@ -37,8 +38,7 @@ def names() -> tuple[str, ...]:
 
 def listed() -> str:
     """The names in words, for messages: "spectacular-bid or 501"."""
-    every = names()
-    return ", ".join(every[:-1]) + f" or {every[-1]}" if len(every) > 1 else every[0]
+    return _in_words(names())
 
 
 def unknown_game(name: str) -> str:
@@ -54,11 +54,15 @@ def fewest_seats(name: str) -> int:
 def seat_counts(name: str) -> str:
     """The table sizes `name` is played at, in words for help texts: "3 or 4"."""
     game = games()[name]
-    counts = [str(n) for n in range(game.min_seats, game.max_seats + 1)]
-    return ", ".join(counts[:-1]) + f" or {counts[-1]}" if len(counts) > 1 else counts[0]
+    return _in_words([str(n) for n in range(game.min_seats, game.max_seats + 1)])
 
 
 def option_default(name: str, option: str) -> str:
     """The default of one of a game's match options as help texts show it: "120" (seconds), "501", "off"."""
     spec = next(spec for spec in games()[name].options if spec.name == option)
     return spec.default_text().removesuffix(" s")
+
+
+def _in_words(items: Sequence[str]) -> str:
+    """Items in words: "a", "a or b", "a, b or c"."""
+    return ", ".join(items[:-1]) + f" or {items[-1]}" if len(items) > 1 else items[0]
