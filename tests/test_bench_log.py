@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import REPO
+
 CLI = [sys.executable, "-m", "tablehall.cli", "bench", "log"]
 
 
@@ -33,7 +35,7 @@ def test_a_database_url_it_cannot_use_is_one_line_and_exit_2() -> None:
 
 
 def test_workers_no_longer_carry_a_bench() -> None:
-    workers = Path(__file__).resolve().parent.parent / "workers"
+    workers = REPO / "workers"
     assert not (workers / "sql" / "bench.py").exists()
     upward = re.compile(r"^\s*(from|import) tablehall", re.M)
     assert not [path for path in workers.rglob("*.py") if upward.search(path.read_text(encoding="utf-8"))]

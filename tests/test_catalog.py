@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from tablehall.cli import parser
+from tests.conftest import REPO
 from workers.games import catalog
 from workers.games.five_oh_one import FiveOhOne
 from workers.games.spectacular_bid import SpectacularBid
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 PROJECT = ("tablehall", "gateway", "ratings", "workers")
 PACKAGES = {SpectacularBid.name: "workers/games/spectacular_bid", FiveOhOne.name: "workers/games/five_oh_one"}
 CATALOG = "workers/games/catalog.py"
