@@ -9,7 +9,7 @@ from importlib import resources
 
 from protos.tablehall.v1 import matches_pb2
 from workers.errors import NotFound
-from workers.games.catalog import game_named
+from workers.games.catalog import game_named, listed
 from workers.games.errors import quote
 from workers.games.options import OptionSpec
 
@@ -19,7 +19,7 @@ OPTIONS_HEADING = "## Match options"
 def rules_for(name: str) -> matches_pb2.Rules:
     game = game_named(name)
     if game is None:
-        raise NotFound(f"no game {quote(name)}: spectacular-bid or 501")
+        raise NotFound(f"no game {quote(name)}: {listed()}")
     text = resources.files("gateway").joinpath("rules", f"{game.name}.md").read_text(encoding="utf-8")
     return matches_pb2.Rules(
         game=game.name,

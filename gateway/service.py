@@ -21,7 +21,7 @@ from protos.tablehall.v1 import host_pb2, matches_pb2, matches_pb2_grpc
 from workers import metrics
 from workers.edge import edge, edge_stream, refusal
 from workers.errors import NotFinished, Unauthenticated, status_of
-from workers.games.catalog import game_named
+from workers.games.catalog import game_named, unknown_game
 from workers.games.errors import MalformedAction, quote
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
@@ -94,7 +94,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
     ) -> matches_pb2.CreateMatchResponse:
         game = game_named(request.game)
         if game is None:
-            raise MalformedAction(f"unknown game {quote(request.game)}: spectacular-bid or 501")
+            raise MalformedAction(unknown_game(request.game))
         options: dict[str, Any] = MessageToDict(request.options, preserving_proto_field_name=True)
         if request.shared_device:
             options["shared_device"] = True
@@ -264,7 +264,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 def _rated_game(name: str) -> str:
     game = game_named(name)
     if game is None:
-        raise MalformedAction(f"unknown game {quote(name)}: spectacular-bid or 501")
+        raise MalformedAction(unknown_game(name))
     return game.name
 
 

@@ -26,6 +26,7 @@ from sqlalchemy import Engine, and_, func, select
 
 from ratings import settings
 from workers import metrics
+from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID
 from workers.sql import models as m
 from workers.sql import writes
 from workers.sql.models import rows
@@ -93,14 +94,14 @@ def due(
     acted = select(ev.c.seq).where(ev.c.match_id == t.c.id, ev.c.kind == "command").exists()
     never_started = (
         select(t.c.id, t.c.partition)
-        .where(t.c.status == IN_PROGRESS, t.c.game == "spectacular-bid", t.c.created_unix_ms < now - never, ~acted)
+        .where(t.c.status == IN_PROGRESS, t.c.game == SPECTACULAR_BID, t.c.created_unix_ms < now - never, ~acted)
         .limit(limit)
     )
     idle_tables = (
         select(t.c.id, t.c.partition)
         .where(
             and_(t.c.status == IN_PROGRESS, t.c.deadline_unix_ms.is_(None)),
-            t.c.game == "501",
+            t.c.game == FIVE_OH_ONE,
             t.c.updated_unix_ms < now - idle,
         )
         .limit(limit)

@@ -47,7 +47,7 @@ def _play_for(game: Rules[Any, Any, Any], seconds: float, rng: random.Random) ->
     of tens of thousands); resigning and abandoning are redrawn. Random 501♠ bidders rarely make a
     contract, so scores drift up: a match stops after `MAX_STEPS` actions, finished or not.
     """
-    seats = game.max_seats if game.name != "501" else 3
+    seats = game.min_seats
     clock = time.perf_counter
     matches = applied = 0
     apply_time = 0.0

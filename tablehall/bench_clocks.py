@@ -40,12 +40,13 @@ from tablehall.bots import choose
 from tablehall.client import action_message
 from workers import metrics
 from workers.errors import ServiceError
+from workers.games.catalog import SPECTACULAR_BID
 from workers.games.errors import RulesError
 from workers.host import MatchHost
 from workers.settings import tolerance_ms
 from workers.voids import VoidReason
 
-GAME = "spectacular-bid"
+GAME = SPECTACULAR_BID
 READY_S = 5.0
 """The shortest Continue pause the game allows: the window of a table's clock start begins this long after
 its creation."""

@@ -34,10 +34,11 @@ from tablehall.bench_service import quantile
 from tablehall.bots import choose
 from tablehall.client import Client, CreatedMatch, SeatClient, TablehallError
 from tablehall.fleet import Fleet, owners_of
+from workers.games.catalog import SPECTACULAR_BID
 from workers.partitions import partition_of
 from workers.sql.engine import make_engine
 
-SB = "spectacular-bid"
+SB = SPECTACULAR_BID
 UNLIMITED = {"TABLEHALL_RATE_PER_S": "1000000", "TABLEHALL_BURST": "1000000", "TABLEHALL_MAX_WATCHES": "1000000"}
 """The bench's clients stand for many players on few connections: the per-client limits are lifted."""
 

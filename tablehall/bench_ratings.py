@@ -17,6 +17,7 @@ from sqlalchemy import Engine, select
 from ratings import rating
 from ratings.settings import redis_url
 from ratings.sweep import Due, sweep_once
+from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID
 from workers.sql import models as m
 from workers.sql.migrate import engine_for
 
@@ -39,7 +40,7 @@ def _finished_template(url: str) -> str:
         match_id = secrets.token_hex(8)
         tokens = [hashlib.sha256(f"{match_id}/{k}".encode()).digest() for k in (0, 1)]
         await host.create(host_pb2.HostCreateRequest(
-            match_id=match_id, game="spectacular-bid", players=["t0", "t1"], token_sha256=tokens,
+            match_id=match_id, game=SPECTACULAR_BID, players=["t0", "t1"], token_sha256=tokens,
             options_json=json.dumps({"start_points": 20}), created_unix_ms=unix_ms()))  # fmt: skip
         actor, rng = host.actors[match_id], random.Random(1)
         while not actor.match.over:
@@ -124,7 +125,7 @@ def _seed_matches(engine: Engine, total: int, overdue: int) -> None:
             deadline = now - 60_000 if kind == "overdue" else ahead if kind == "live" else None
             created = now - rng.randrange(0, 80_000) if kind != "done" else now - 86_400_000
             rows.append({
-                "id": f"{secrets.token_hex(6)}{i:04x}"[-16:], "game": "501" if i % 3 else "spectacular-bid",
+                "id": f"{secrets.token_hex(6)}{i:04x}"[-16:], "game": FIVE_OH_ONE if i % 3 else SPECTACULAR_BID,
                 "options": {}, "created_unix_ms": created,
                 "lot": 0, "partition": i % 256, "status": status, "void_reason": None, "deadline_unix_ms": deadline,
                 "clock_running": deadline is not None, "updated_unix_ms": now,

@@ -21,6 +21,7 @@ from protos.tablehall.v1 import host_pb2
 from tablehall.bots import choose
 from tablehall.client import action_message
 from workers.actor import unix_ms
+from workers.games.catalog import SPECTACULAR_BID
 from workers.host import MatchHost
 from workers.settings import open_storage
 
@@ -40,7 +41,7 @@ async def fill(host: MatchHost, matches: int, moves: int, rng: random.Random) ->
                 created = unix_ms()
                 await host.create(
                     host_pb2.HostCreateRequest(
-                        match_id=match_id, game="spectacular-bid", players=PLAYERS, options_json=json.dumps({}),
+                        match_id=match_id, game=SPECTACULAR_BID, players=PLAYERS, options_json=json.dumps({}),
                         token_sha256=hashes, created_unix_ms=created,
                     )
                 )

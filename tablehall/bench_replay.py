@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tablehall.bots import choose
+from workers.games.catalog import FIVE_OH_ONE
 from workers.games.engine import CHANCE, JSON, Game, Millis, Seat, millis
 from workers.games.records import Match, replay
 
@@ -50,7 +51,7 @@ def recorded(game: Game[Any, Any, Any], seed: int, count: int = RECORDS) -> list
     """`count` records of whole matches played by bots with fixed seeds (the same records every run)."""
     out = []
     for i in range(count):
-        seats = 4 if game.name == "501" and i % 3 == 2 else game.min_seats
+        seats = 4 if game.name == FIVE_OH_ONE and i % 3 == 2 else game.min_seats
         out.append(_bot_match(game, seats, random.Random(seed * 1000 + i), greedy=i % 2 == 1).record())
     return out
 

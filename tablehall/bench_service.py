@@ -28,12 +28,13 @@ from rich.table import Table
 
 from tablehall.bots import choose
 from tablehall.client import Client, Result, SeatClient, ServiceUnreachable, TablehallError
+from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats, names
 
-PLAYERS = {"spectacular-bid": ["A", "B"], "501": ["A", "B", "C"]}
+PLAYERS = {game: list("ABCD")[: fewest_seats(game)] for game in names()}
 DECISION_LIMIT_S = 30.0
 """501♠ has no resignation: the bench's 501♠ matches carry this decision limit, so a match it leaves (Ctrl-C,
 an error) ends on time within it instead of staying in progress; its bots answer in milliseconds."""
-OPTIONS: dict[str, dict[str, Any]] = {"spectacular-bid": {}, "501": {"decision_limit_s": DECISION_LIMIT_S}}
+OPTIONS: dict[str, dict[str, Any]] = {SPECTACULAR_BID: {}, FIVE_OH_ONE: {"decision_limit_s": DECISION_LIMIT_S}}
 RETRIES = 3
 """A bot gives its match up after this many refusals in a row on one view, or this many dropped streams."""
 DROPPED = (TablehallError, grpc.aio.AioRpcError, asyncio.InvalidStateError)
@@ -205,7 +206,7 @@ async def one_match(client: Client, game: str, rng: random.Random, tally: Tally)
 
 async def _end(seat: SeatClient, game: str, tally: Tally) -> None:
     """End a match the bench leaves: Spectacular Bid resigns; 501♠ (no resignation) ends on its limit."""
-    if game != "spectacular-bid":
+    if game != SPECTACULAR_BID:
         tally.left_to_limit += 1
         return
     try:

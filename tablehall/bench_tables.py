@@ -21,10 +21,11 @@ from pathlib import Path
 import grpc
 
 from protos.tablehall.v1 import tournaments_pb2, tournaments_pb2_grpc
+from workers.games.catalog import fewest_seats
 
 
 def bench_tables(tables: int, game: str, database_url: str | None) -> int:
-    seats = 2 if game == "spectacular-bid" else 3
+    seats = fewest_seats(game)
     with tempfile.TemporaryDirectory(prefix="tablehall-bench-tables-") as tmp:
         url = database_url or f"sqlite:///{Path(tmp) / 'bench.db'}"
         from gateway.tournaments.organizers import create_organizer

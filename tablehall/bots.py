@@ -27,6 +27,7 @@ from typing import Any
 import grpc
 
 from tablehall.client import Client, SeatClient, ServiceUnreachable, TablehallError, Tls
+from workers.games.catalog import FIVE_OH_ONE
 
 log = logging.getLogger("tablehall.bots")
 
@@ -48,7 +49,7 @@ def choose(view: View, rng: random.Random, greedy: bool) -> Action | None:
     """One action from `view["legal"]` for this seat, or None when there is nothing to do now."""
     if is_over(view):
         return None
-    if view.get("game") == "501":
+    if view.get("game") == FIVE_OH_ONE:
         return _choose_501(view, rng, greedy)
     return _choose_sb(view, rng, greedy)
 

@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from tablehall.selfplay import self_play
-from workers.games.catalog import game_named
+from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, game_named
 from workers.games.engine import Event, seconds
 
 NAMES = ["Ana", "Bia", "Caio", "Duda"]
@@ -23,14 +23,14 @@ def run_demo(
 ) -> int:
     game = game_named(game_name)
     assert game is not None
-    count = players or (3 if game_name == "501" else game.min_seats)
+    count = players or game.min_seats
     if not game.min_seats <= count <= game.max_seats:
         Console(stderr=True).print(f"{game_name} takes {game.min_seats} to {game.max_seats} players")
         return 2
     rng: random.Random = secrets.SystemRandom() if seed is None else random.Random(seed)
     names = NAMES[:count]
     # random 501♠ bidders overbid and every score drifts up: its bots play the greedy heuristic
-    smart = greedy or game_name == "501"
+    smart = greedy or game_name == FIVE_OH_ONE
     console = Console()
     console.rule(f"[bold]{game_name}[/]: {' vs '.join(names)}")
     last = None
@@ -77,7 +77,7 @@ def _narrate(event: Event, names: list[str]) -> str | None:
 
 
 def _board(view: dict[str, Any], names: list[str], now: int) -> str:
-    if view.get("game") == "spectacular-bid":
+    if view.get("game") == SPECTACULAR_BID:
         layout = view["layout"]
         lines = layout["lines"]
         west = " ".join(_flip(t) for t in reversed(lines["W"]))

@@ -14,6 +14,7 @@ from typing import Any
 
 from tablehall import bots
 from tablehall.render import five_label, sb_label
+from workers.games.catalog import FIVE_OH_ONE
 
 View = dict[str, Any]
 Action = dict[str, Any]
@@ -39,7 +40,7 @@ def menu(view: View, names: Sequence[str]) -> list[Item]:
     if bots.is_over(view):
         return []
     legal: list[Action] = [a for a in view.get("legal", []) if a.get("do") not in HIDDEN]
-    if view.get("game") == "501":
+    if view.get("game") == FIVE_OH_ONE:
         return _menu_501(view, legal, names)
     counts = view.get("counts") or [None] * len(view.get("legal", []))
     items = []

@@ -31,6 +31,7 @@ from rich.table import Table
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_grpc
 from tablehall.client import TablehallError, open_channel
 from tablehall.tls_args import client_tls
+from workers.games.catalog import SPECTACULAR_BID
 
 T = TypeVar("T")
 EXIT_REFUSED = 1
@@ -258,7 +259,7 @@ async def _status(call: _Caller, args: argparse.Namespace, console: Console) -> 
 
 async def _standings(call: _Caller, args: argparse.Namespace, console: Console) -> int:
     s = await call("GetStandings", tournaments_pb2.GetStandingsRequest(tournament_id=args.tournament))
-    sb = s.game == "spectacular-bid"
+    sb = s.game == SPECTACULAR_BID
     columns = ["rank", "player", "games", *(["wins", "points", "Buchholz"] if sb else ["placement", "score"])]
     table = Table(*columns, title=f"after round {s.after_round}", caption=f"ties: {s.tie_breaks}")
     for line in s.standings:

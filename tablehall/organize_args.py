@@ -7,7 +7,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tablehall.play_args import BANK_HELP, DELAY_HELP, POINTS_HELP, START_SCORE_HELP
 from tablehall.tls_args import add_client_tls
+from workers.games.catalog import names
 
 
 def add_commands(commands: Any, address: str) -> None:
@@ -16,6 +18,7 @@ def add_commands(commands: Any, address: str) -> None:
     make = org.add_parser("create", help="create an organizer; prints its key once")
     make.add_argument("name")
     make.add_argument("--database-url", default=None, help="the service's database (TABLEHALL_DATABASE_URL)")
+    organizer.set_defaults(run=run_organize)
 
     def remote(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
@@ -23,16 +26,17 @@ def add_commands(commands: Any, address: str) -> None:
         add_client_tls(parser)
 
     def options(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--game", required=True, choices=["spectacular-bid", "501"])
+        parser.add_argument("--game", required=True, choices=names())
         parser.add_argument("--start-at", default=None, help="when the clocks start: ISO time, or +90s / +10m / +1h")
-        parser.add_argument("--points", type=int, default=None, help="Spectacular Bid: starting points (150)")
-        parser.add_argument("--bank", type=float, default=None, help="Spectacular Bid: bank seconds (120)")
-        parser.add_argument("--delay", type=float, default=None, help="Spectacular Bid: delay seconds (10)")
-        parser.add_argument("--start-score", type=int, default=None, help="501♠: starting score (501)")
+        parser.add_argument("--points", type=int, default=None, help=POINTS_HELP)
+        parser.add_argument("--bank", type=float, default=None, help=BANK_HELP)
+        parser.add_argument("--delay", type=float, default=None, help=DELAY_HELP)
+        parser.add_argument("--start-score", type=int, default=None, help=START_SCORE_HELP)
         parser.add_argument("--decision-limit", type=float, default=None, help="501♠: seconds per decision")
         parser.add_argument("--out", type=Path, default=None, help="write the tokens here as CSV (default: stdout)")
 
     tables = commands.add_parser("tables", help="many tables in one call (bulk pairing)")
+    tables.set_defaults(run=run_organize)
     tab = tables.add_subparsers(dest="kind", required=True)
     bulk = tab.add_parser("create", help="create the tables of a CSV file (one table per line, seats in order)")
     bulk.add_argument("--tables", type=Path, required=True)
@@ -43,6 +47,7 @@ def add_commands(commands: Any, address: str) -> None:
     remote(start)
 
     tournament = commands.add_parser("tournament", help="run a tournament")
+    tournament.set_defaults(run=run_organize)
     tour = tournament.add_subparsers(dest="kind", required=True)
     new = tour.add_parser("create", help="create a tournament; round 1 is scheduled with a progress bar")
     new.add_argument("--name", required=True)
@@ -68,3 +73,10 @@ def add_commands(commands: Any, address: str) -> None:
     bot.add_argument("--token", required=True)
     bot.add_argument("--address", default=address)
     add_client_tls(bot)
+
+
+def run_organize(args: argparse.Namespace) -> int:
+    """Every organizer command: tablehall/organize.py (and gRPC) loaded only now."""
+    from tablehall.organize import run
+
+    return run(args)

@@ -30,9 +30,10 @@ from tablehall import bots
 from tablehall.client import Client, SeatClient, ServiceUnreachable, TablehallError, Tls
 from tablehall.menu import RESIGN, BadInput, Item, menu, parse, quit_words
 from tablehall.render import MatchTime, clock_line, result_line, seat_name, view_lines
+from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats
 
 View = dict[str, Any]
-SB = "spectacular-bid"
+SB = SPECTACULAR_BID
 
 
 class Keyboard:
@@ -321,7 +322,7 @@ async def run_play(
             if join is not None:
                 table = await _join(client, join, token)
             else:
-                table = await _create(client, game, vs, shared, players or (2 if game == SB else 3), name, options)
+                table = await _create(client, game, vs, shared, players or fewest_seats(game), name, options)
         except (ServiceUnreachable, TablehallError, CannotStart) as error:
             print(f"tablehall play: {_said(error)}", file=sys.stderr)
             return 2
@@ -415,7 +416,7 @@ def _introduce(console: Console, address: str, game: str, vs: str, shared: bool,
 def leave_lines(address: str, table: Table, view: View) -> list[str]:
     """What leaving a match that goes on means for the table, and how to come back (501♠'s `q`)."""
     join = f"tablehall play --address {address} --join {table.match_id} --token"
-    why = ": 501♠ has no resignation" if view.get("game") == "501" else ""
+    why = ": 501♠ has no resignation" if view.get("game") == FIVE_OH_ONE else ""
     lines = [f"You left match {table.match_id}. It is not over{why}; the table waits for you."]
     lines += [
         f"  Back to seat {seat} ({table.names[seat]}): {join} {table.tokens[seat]}" for seat in sorted(table.seats)

@@ -10,6 +10,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from workers.games.catalog import FIVE_OH_ONE
+
 View = dict[str, Any]
 Action = dict[str, Any]
 
@@ -222,13 +224,13 @@ def five_label(action: Action, names: Sequence[str]) -> str:
 
 
 def view_lines(view: View, names: Sequence[str], now: float | None, show_hand: bool = True) -> list[str]:
-    if view.get("game") == "501":
+    if view.get("game") == FIVE_OH_ONE:
         return five_lines(view, names, show_hand, now)
     return sb_lines(view, names, now, show_hand)
 
 
 def result_line(view: View, names: Sequence[str]) -> str:
-    if view.get("game") == "501":
+    if view.get("game") == FIVE_OH_ONE:
         winners = " and ".join(seat_name(names, s) for s in view.get("winners", [])) or "nobody"
         scores = ", ".join(f"{seat_name(names, s)} {v}" for s, v in enumerate(view["scores"]))
         return f"Match over: {winners} won ({scores})"
@@ -241,7 +243,7 @@ def result_line(view: View, names: Sequence[str]) -> str:
 def describe(action: Action, after: View) -> str:
     """One short line for a move just made (the bot's log)."""
     do = action["do"]
-    if after.get("game") == "501":
+    if after.get("game") == FIVE_OH_ONE:
         if do == "play":
             return f"play {card(action['card'])}" + (" (marriage)" if action.get("marriage") else "")
         if do == "declare":

@@ -30,7 +30,7 @@ from protos.tablehall.v1 import host_pb2, matches_pb2
 from workers import metrics, tables
 from workers.actor import Hosting, MatchActor, unix_ms
 from workers.errors import NotFound, NotOwner, Unavailable
-from workers.games.catalog import game_named
+from workers.games.catalog import game_named, unknown_game
 from workers.games.engine import JSON, Game, Millis, Rules, Seat
 from workers.games.errors import MalformedAction
 from workers.partitions import PARTITIONS, partition_of
@@ -322,7 +322,7 @@ class MatchHost:
         partition = await self.owned(request.match_id)
         game = game_named(request.game)
         if game is None:
-            raise MalformedAction(f"unknown game {request.game!r}: spectacular-bid or 501")
+            raise MalformedAction(unknown_game(request.game))
         players = tuple(request.players)
         check_table(game, players)
         if len(request.token_sha256) != len(players):

@@ -29,16 +29,17 @@ from gateway.tournaments.standings import (
     standings_sb,
 )
 from gateway.tournaments.swiss import SwissPlayer, pair_swiss
+from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats, unknown_game
 from workers.games.engine import Placement
 from workers.games.errors import quote
 
-FORMATS = {"spectacular-bid": ("swiss", "round-robin"), "501": ("seating",)}
+FORMATS = {SPECTACULAR_BID: ("swiss", "round-robin"), FIVE_OH_ONE: ("seating",)}
 MAX_REPLAYS = 2
 MAX_PLAYERS = 10_000
 TIE_BREAKS = {
-    "spectacular-bid": "wins (a bye 1, a voided table counted as a draw ½), then net points (final balance − 150 "
+    SPECTACULAR_BID: "wins (a bye 1, a voided table counted as a draw ½), then net points (final balance − 150 "
     "per game), then Buchholz (the opponents' wins), then head-to-head among those still tied, then name",
-    "501": "placement points (first 3 … last 0 at every table, shared places share, a bye 1½), then total "
+    FIVE_OH_ONE: "placement points (first 3 … last 0 at every table, shared places share, a bye 1½), then total "
     "final score (lower first), then name",
 }
 
@@ -91,10 +92,10 @@ def check_settings(game: str, format: str, rounds: int, players: Sequence[str]) 
     """The rounds to play (`rounds` 0: the default), or `BatchRejected` with the reason."""
     formats = FORMATS.get(game)
     if formats is None:
-        raise BatchRejected(f"unknown game {quote(game)}: spectacular-bid or 501")
+        raise BatchRejected(unknown_game(game))
     if format not in formats:
         raise BatchRejected(f"{game} tournaments are {' or '.join(formats)}, not {quote(format)}")
-    least = 3 if game == "501" else 2
+    least = fewest_seats(game)
     if not least <= len(players) <= MAX_PLAYERS:
         raise BatchRejected(f"a {game} tournament takes {least} to {MAX_PLAYERS} players, not {len(players)}")
     seen: set[str] = set()

@@ -20,7 +20,7 @@ from typing import Any
 from gateway.tournaments.errors import BatchRejected
 from gateway.workers import Router, WorkerClient
 from protos.tablehall.v1 import host_pb2
-from workers.games.catalog import game_named
+from workers.games.catalog import game_named, unknown_game
 from workers.games.engine import Rules, Seat
 from workers.games.errors import MalformedAction, quote
 from workers.host import check_table
@@ -49,7 +49,7 @@ def check_batch(game_name: str, tables: Sequence[Sequence[str]], options: Mappin
     """The whole batch is valid, or `BatchRejected` says which table and why."""
     game = game_named(game_name)
     if game is None:
-        raise BatchRejected(f"unknown game {quote(game_name)}: spectacular-bid or 501")
+        raise BatchRejected(unknown_game(game_name))
     if not 1 <= len(tables) <= MAX_TABLES:
         raise BatchRejected(f"a batch has 1 to {MAX_TABLES} tables, not {len(tables)}")
     seated: dict[str, int] = {}

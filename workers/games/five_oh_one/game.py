@@ -10,7 +10,7 @@ from workers.games.five_oh_one import deals, legal, rules
 from workers.games.five_oh_one import placements as ranking
 from workers.games.five_oh_one.actions import Action, parse_action
 from workers.games.five_oh_one.cards import DECK
-from workers.games.five_oh_one.options import OPTIONS
+from workers.games.five_oh_one.options import NAME, OPTIONS
 from workers.games.five_oh_one.state import Deal, State
 from workers.games.five_oh_one.view import TableView, view
 
@@ -18,7 +18,7 @@ FIRST_SEAT = Seat(0)
 
 
 class FiveOhOne:
-    name = "501"
+    name = NAME
     min_seats = 3
     max_seats = 4
     deals_key = "hands"

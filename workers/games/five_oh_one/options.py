@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from workers.games.engine import JSON, Millis, millis
 from workers.games.options import Kind, OptionSpec, read_options
 
+NAME = "501"
+"""The game's name in records, views and the API, declared once (`FiveOhOne.name`; the catalog reads it)."""
+
 OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("start_score", Kind.WHOLE, 501, "Everyone's score at the start, counted down to zero (F-1).", 20, 1001),
     OptionSpec(
@@ -36,7 +39,7 @@ class Chosen:
 
 def parse(raw: Mapping[str, JSON]) -> Chosen:
     """The options of a new game (or a record), each checked against its range in `OPTIONS`."""
-    chosen = read_options(OPTIONS, raw, "501")
+    chosen = read_options(OPTIONS, raw, NAME)
     start, limit = chosen["start_score"], chosen["decision_limit_s"]
     assert isinstance(start, int) and not isinstance(start, bool)
     assert limit is None or (isinstance(limit, int | float) and not isinstance(limit, bool))

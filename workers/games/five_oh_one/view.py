@@ -13,6 +13,7 @@ from workers.games.engine import JSON, Millis, Seat
 from workers.games.five_oh_one.actions import MIN_BID, Bid, trump_code
 from workers.games.five_oh_one.cards import Card, codes, in_deck_order
 from workers.games.five_oh_one.legal import ContractChoices, legal_actions, lowest_bid
+from workers.games.five_oh_one.options import NAME
 from workers.games.five_oh_one.rules import next_deadline
 from workers.games.five_oh_one.state import (
     Bidding,
@@ -68,7 +69,7 @@ class TableView:
 
     def to_json(self) -> dict[str, JSON]:
         return {
-            "game": "501",
+            "game": NAME,
             "seat": self.seat,
             "phase": self.phase,
             "dealer": self.dealer,

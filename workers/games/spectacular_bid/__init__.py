@@ -10,7 +10,7 @@ from workers.games.errors import MalformedAction
 from workers.games.spectacular_bid import placements as ranking
 from workers.games.spectacular_bid import rules
 from workers.games.spectacular_bid.actions import Action, Deal, parse_action
-from workers.games.spectacular_bid.options import OPTIONS, Options
+from workers.games.spectacular_bid.options import NAME, OPTIONS, Options
 from workers.games.spectacular_bid.state import Phase, State
 from workers.games.spectacular_bid.tiles import TILES
 from workers.games.spectacular_bid.view import MatchView, status, view
@@ -19,7 +19,7 @@ __all__ = ["Action", "Deal", "SpectacularBid", "State"]
 
 
 class SpectacularBid:
-    name = "spectacular-bid"
+    name = NAME
     min_seats = 2
     max_seats = 2
     deals_key = "rounds"

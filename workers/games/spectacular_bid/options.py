@@ -13,6 +13,9 @@ from workers.games.clock import ClockSettings
 from workers.games.engine import JSON, Millis, millis, seconds
 from workers.games.options import Kind, OptionSpec, read_options
 
+NAME = "spectacular-bid"
+"""The game's name in records, views and the API, declared once (`SpectacularBid.name`; the catalog reads it)."""
+
 OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "start_points", Kind.WHOLE, 150, "Each player's points at the start (SB-1).", 20, 1000, multiple_of=5

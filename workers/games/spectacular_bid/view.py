@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from workers.games.engine import JSON, Seat
 from workers.games.spectacular_bid.actions import Action, Play
 from workers.games.spectacular_bid.layout import Layout
+from workers.games.spectacular_bid.options import NAME
 from workers.games.spectacular_bid.rules import legal_actions, next_deadline
 from workers.games.spectacular_bid.state import Phase, State
 from workers.games.spectacular_bid.tiles import End, lead_rank
@@ -73,7 +74,7 @@ class MatchView:
 
     def to_json(self) -> dict[str, JSON]:
         return {
-            "game": "spectacular-bid",
+            "game": NAME,
             "seat": self.seat,
             "status": self.status,
             "phase": self.phase,

@@ -1,8 +1,8 @@
-"""Benchmark of durable appends with group commit (and of recovery's bulk load).
+"""`tablehall bench log`: durable appends to the event log with group commit (and recovery's bulk load).
 
-    python -m workers.sql.bench --url sqlite:////tmp/bench.db
-    python -m workers.sql.bench --url postgresql+psycopg://postgres@127.0.0.1:5432/bench
-    python -m workers.sql.bench --url ... --recovery 10000
+    tablehall bench log --database-url sqlite:////tmp/bench.db
+    tablehall bench log --database-url postgresql+psycopg://postgres@127.0.0.1:5432/bench
+    tablehall bench log --database-url ... --recovery 10000
 
 `--matches` matches play at once, each appending one entry at a time and waiting for its commit (as a
 match actor does); the figure is committed appends per second. It claims partitions and writes test
@@ -11,11 +11,11 @@ matches: point it at a scratch database, never at a live one.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 import uuid
 
+from workers.games.catalog import FIVE_OH_ONE
 from workers.sql.engine import database_url
 from workers.sql.storage import SqlStorage
 from workers.storage import LogEntry, MatchEntry, Progress, Snapshot
@@ -24,7 +24,7 @@ PARTITIONS = list(range(256))
 
 
 def _entry(prefix: str, i: int, partition: int) -> MatchEntry:
-    return MatchEntry(f"{prefix}-{i}", "501", ("ann", "bob", "cid"), {}, (b"\0" * 32,) * 3, 0, 0, partition)
+    return MatchEntry(f"{prefix}-{i}", FIVE_OH_ONE, ("ann", "bob", "cid"), {}, (b"\0" * 32,) * 3, 0, 0, partition)
 
 
 def _step(seq: int) -> LogEntry:
@@ -77,19 +77,11 @@ async def recovery(url: str, matches: int) -> None:
     await s.close()
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workers.sql.bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--url", default=None, help="database URL (default: TABLEHALL_DATABASE_URL)")
-    parser.add_argument("--matches", type=int, default=500, help="concurrent matches")
-    parser.add_argument("--per-match", type=int, default=40, help="appends per match")
-    parser.add_argument("--recovery", type=int, default=0, metavar="N", help="also time unfinished() over N matches")
-    args = parser.parse_args(argv)
-    url = args.url or database_url()
-    asyncio.run(appends(url, args.matches, args.per_match))
-    if args.recovery:
-        asyncio.run(recovery(url, args.recovery))
-
-
-if __name__ == "__main__":
-    main()
+def bench_log(url: str | None, matches: int, per_match: int, recovered: int) -> int:
+    """Appends per second from `matches` concurrent matches; with `recovered` > 0, also the time of
+    `unfinished()` over that many matches. `url` None: `TABLEHALL_DATABASE_URL` (or the default file)."""
+    url = url or database_url()
+    asyncio.run(appends(url, matches, per_match))
+    if recovered:
+        asyncio.run(recovery(url, recovered))
+    return 0

@@ -1,0 +1,84 @@
+"""The terminal's players on the command line (`tablehall demo | play | bot`): their arguments and one small
+handler each; the client code (tablehall/play.py, demo.py, bots.py) is imported only when a handler runs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tablehall.tls_args import add_client_tls, client_tls
+from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, names, option_default, seat_counts
+
+POINTS_HELP = f"Spectacular Bid: starting points ({option_default(SPECTACULAR_BID, 'start_points')})"
+BANK_HELP = f"Spectacular Bid: bank seconds ({option_default(SPECTACULAR_BID, 'bank_s')})"
+DELAY_HELP = f"Spectacular Bid: delay seconds ({option_default(SPECTACULAR_BID, 'delay_s')})"
+START_SCORE_HELP = f"501♠: starting score ({option_default(FIVE_OH_ONE, 'start_score')})"
+"""The match options' help texts, their defaults read from each game's declaration (also organize_args)."""
+
+
+def add_demo(commands: Any) -> None:
+    demo = commands.add_parser("demo", help="bots play a match, shown turn by turn")
+    demo.add_argument("--game", default=SPECTACULAR_BID, choices=names())
+    demo.add_argument("--players", type=int, default=None, help=f"501♠: {seat_counts(FIVE_OH_ONE)} players")
+    demo.add_argument("--seed", type=int, default=None, help="repeat a demo (default: CSPRNG deals)")
+    demo.add_argument("--pace", type=float, default=0.0, help="seconds to pause between turns on screen")
+    demo.add_argument("--greedy", action="store_true", help="bots prefer scoring plays")
+    demo.add_argument("--record", type=Path, default=None, help="also write the match record here")
+    demo.set_defaults(run=run_demo)
+
+
+def add_commands(commands: Any, address: str) -> None:
+    """`play` and `bot`, both talking to the service at `address` unless told otherwise."""
+    play = commands.add_parser("play", help="play a match in the terminal (vs bots, a friend, or one shared device)")
+    play.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
+    play.add_argument("--game", default=SPECTACULAR_BID, choices=names())
+    play.add_argument("--vs", default="bot", choices=["bot", "friend"], help="who plays the other seats")
+    play.add_argument("--join", metavar="MATCH", default=None, help="play a seat of an existing match")
+    play.add_argument("--token", default=None, help="the seat's token (with --join)")
+    play.add_argument("--shared-device", action="store_true", help="every seat on this terminal, hand-over screens")
+    play.add_argument("--players", type=int, default=None, help=f"501♠: {seat_counts(FIVE_OH_ONE)} players")
+    play.add_argument("--name", default="You")
+    play.add_argument("--think", type=float, default=0.5, help="seconds each bot waits before its move")
+    play.add_argument("--points", type=int, default=None, help=POINTS_HELP)
+    play.add_argument("--bank", type=float, default=None, help=BANK_HELP)
+    play.add_argument("--start-score", type=int, default=None, help=START_SCORE_HELP)
+    add_client_tls(play)
+    play.set_defaults(run=run_play)
+
+    bot = commands.add_parser("bot", help="a bot that joins a match with a seat token and plays it to the end")
+    bot.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
+    bot.add_argument("--match", required=True)
+    bot.add_argument("--token", required=True)
+    bot.add_argument("--greedy", action="store_true", help="prefer scoring plays")
+    bot.add_argument("--seed", type=int, default=None)
+    bot.add_argument("--think", type=float, default=0.0, help="seconds to wait before each move")
+    add_client_tls(bot)
+    bot.set_defaults(run=run_bot)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from tablehall.demo import run_demo as demo
+
+    return demo(args.game, args.players, args.seed, args.pace, args.greedy, args.record)
+
+
+def run_play(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from tablehall.play import play_options
+    from tablehall.play import run_play as play
+
+    options = play_options(args.game, args.points, args.bank, args.start_score)
+    return asyncio.run(
+        play(
+            args.address, args.game, args.vs, join=args.join, token=args.token, shared=args.shared_device,
+            players=args.players, name=args.name, think_s=args.think, options=options, tls=client_tls(args),
+        )
+    )
+
+
+def run_bot(args: argparse.Namespace) -> int:
+    from tablehall.bots import bot_command
+
+    return bot_command(args.address, args.match, args.token, args.greedy, args.seed, args.think, tls=client_tls(args))
