@@ -10,7 +10,6 @@ from typing import Any
 from sqlalchemy import select
 
 from protos.tablehall.v1 import host_pb2
-from ratings.settings import engine_for
 from tests.test_ratings_db import F501_FAST, SB_FAST, create, hosted, play_out, run, token, url  # noqa: F401
 from workers.actor import SNAPSHOT_EVERY, unix_ms
 from workers.games.catalog import game_named
@@ -18,6 +17,7 @@ from workers.host import MatchHost
 from workers.replay_log import fresh, step
 from workers.sql import ended, reads
 from workers.sql import models as m
+from workers.sql.migrate import engine_for
 from workers.sql.models import rows
 from workers.storage import Stored
 
