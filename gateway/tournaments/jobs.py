@@ -10,6 +10,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
+from gateway.tournaments import pairing
 from gateway.tournaments.director import Director
 from gateway.workers import Router
 
@@ -80,3 +81,4 @@ async def tournament_jobs(
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        pairing.shutdown()  # the pools' processes end with the service, not at the interpreter's exit
