@@ -1,4 +1,12 @@
-"""`tablehall demo`: bots play a match, shown turn by turn (layout, count, transfers, clocks)."""
+"""`tablehall demo`: bots play a match, told move by move in the table's own words, at a pace a person can follow.
+
+Spectacular Bid: each play with the layout, its ends and count and what it took, draws, the lead auction and
+what was paid, the clocks; 501♠: bids, the contract and the talon, marriages, every card and trick. Each round
+or hand ends on its summary (held a little longer), and the match on its result, with the players' names.
+`--pace 0` never pauses; `--json` prints only the outcome (the record's, as `tablehall replay` does).
+The story comes from seat 0's view through the same narrator the terminal client uses
+(`tablehall/summaries.py`); seat 0's hand itself is never shown.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +14,31 @@ import json
 import random
 import secrets
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from tablehall.selfplay import self_play
-from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, game_named
-from workers.games.engine import Event, seconds
+from tablehall.render import clock_line, end_values, layout_lines
+from tablehall.selfplay import Turn, self_play
+from tablehall.summaries import Narrator
+from workers.games.catalog import game_named
+from workers.games.engine import Seat
 
 NAMES = ["Ana", "Bia", "Caio", "Duda"]
+SUMMARY_PAUSES = 5
+"""A summary stays on screen this many paces before play goes on."""
 
 
 def run_demo(
-    game_name: str, players: int | None, seed: int | None, pace: float, greedy: bool, record: Path | None
+    game_name: str,
+    players: int | None,
+    seed: int | None,
+    pace: float,
+    greedy: bool,
+    record: Path | None,
+    as_json: bool = False,
 ) -> int:
     game = game_named(game_name)
     assert game is not None
@@ -30,81 +49,73 @@ def run_demo(
     rng: random.Random = secrets.SystemRandom() if seed is None else random.Random(seed)
     names = NAMES[:count]
     # random 501♠ bidders overbid and every score drifts up: its bots play the greedy heuristic
-    smart = greedy or game_name == FIVE_OH_ONE
-    console = Console()
-    console.rule(f"[bold]{game_name}[/]: {' vs '.join(names)}")
-    last = None
-    for turn in self_play(game, names, rng, greedy=[smart] * count):
-        last = turn
-        for event in turn.events:
-            line = _narrate(event, names)
-            if line:
-                console.print(line)
-        if turn.seat is not None or any(e.kind in _BOARD_AFTER for e in turn.events):
-            console.print(_board(game.view(turn.match.state, None).to_json(), names, turn.match.now), style="dim")
-        if pace:
-            time.sleep(pace)
-    assert last is not None
-    console.rule("result")
-    console.print_json(json.dumps(last.match.outcome()))
+    smart = greedy or game_name == "501"
+    console = Console(highlight=False)
+    turns = self_play(game, names, rng, greedy=[smart] * count)
+    last = _quiet(turns) if as_json else _tell(console, turns, game, names, pace)
+    if as_json:
+        print(json.dumps(last.match.outcome(), indent=2))
     if record is not None:
         record.write_text(json.dumps(last.match.record(), indent=1))
-        console.print(f"record written to {record}")
+        (Console(stderr=True) if as_json else console).print(f"record written to {record}", markup=False)
     return 0
 
 
-_BOARD_AFTER = {"flag", "clocks_started"}
+def _quiet(turns: Any) -> Turn:
+    last = None
+    for turn in turns:
+        last = turn
+    assert last is not None
+    return last
 
 
-def _narrate(event: Event, names: list[str]) -> str | None:
-    who = names[event.seat] if event.seat is not None and event.seat >= 0 else "table"
-    facts = dict(event.facts)
-    kind = event.kind
-    if kind == "play" and "count" in facts:
-        where = f" at {facts['end']}" if facts.get("end") else " (lead)"
-        scored = f" → [green]+{facts['scored']}[/]" if facts.get("scored") else ""
-        return f"[bold]{who}[/] plays {facts['tile']}{where}; ends count {facts['count']}{scored}"
-    if kind == "draw":
-        return f"{who} draws ({facts.get('left')} left in the boneyard)"
-    if kind == "pass":
-        return f"{who} passes" + (" (cannot play or draw)" if facts.get("forced") else "")
-    if kind == "deal":
-        number = f" {facts['round']}" if "round" in facts else ""
-        dealer = f", {names[event.seat]} deals" if event.seat is not None and event.seat >= 0 else ""
-        return f"[bold cyan]— deal{number}{dealer} —[/]"
-    details = ", ".join(f"{k} {v}" for k, v in facts.items() if v is not None)
-    return f"{who}: {kind}{' (' + details + ')' if details else ''}"
+def _tell(console: Console, turns: Any, game: Any, names: Sequence[str], pace: float) -> Turn:
+    title = "Spectacular Bid" if game.name == "spectacular-bid" else "501♠"
+    console.rule(f"[bold]{title}[/]: {' vs '.join(names)}")
+    console.print(_opening(game.name, pace), style="dim", markup=False)
+    narrator = Narrator(names)
+    last = None
+    for turn in turns:
+        last = turn
+        view = game.view(turn.match.state, Seat(0)).to_json()
+        told = narrator.see(view)
+        for line in told.lines:
+            console.print(line, markup=False)
+        if told.lines and view.get("game") == "spectacular-bid" and _played(told.lines):
+            for line in _table(view, names, turn.match.now):
+                console.print(line, style="dim", markup=False)
+        if told.summary:
+            console.print()
+            for line in told.summary:
+                console.print(line, style="bold", markup=False)
+            console.print()
+        _pause(pace * (SUMMARY_PAUSES if told.summary else 1) if told.lines or told.summary else 0)
+    assert last is not None
+    return last
 
 
-def _board(view: dict[str, Any], names: list[str], now: int) -> str:
-    if view.get("game") == SPECTACULAR_BID:
-        layout = view["layout"]
-        lines = layout["lines"]
-        west = " ".join(_flip(t) for t in reversed(lines["W"]))
-        east = " ".join(lines["E"])
-        centre = f"[{layout['lead']}]" if layout["lead"] else "(empty)"
-        arms = "".join(f"  {end}: {' '.join(lines[end])}" for end in ("N", "S") if lines[end])
-        banks = []
-        for seat, bank in enumerate(view["banks_ms"]):
-            if view["clock_running"] == seat and view["decision_since_ms"] is not None:
-                over = max(0, now - view["decision_since_ms"] - view["delay_ms"])
-                bank = max(0, bank - over)
-            banks.append(f"{names[seat]} {view['points'][seat]} pts {seconds(bank):.1f}s")
-        return f"   {west} {centre} {east}{arms}   | count {layout['count']} | " + " · ".join(banks)
-    return "   " + _table_501(view, names)
+def _opening(game: str, pace: float) -> str:
+    how = f"one move every {pace:g} s" if pace else "no pauses"
+    if game == "spectacular-bid":
+        what = "Every play counts the open ends; a multiple of 5 takes that many points from the other player."
+    else:
+        what = "Each hand: bidding, the talon and the contract, eight tricks; scores count down to zero."
+    return f"{what} Bots play both sides, {how} (--pace 0: none; Ctrl-C stops)."
 
 
-def _table_501(view: dict[str, Any], names: list[str]) -> str:
-    scores = " · ".join(f"{names[seat]} {score}" for seat, score in enumerate(view["scores"]))
-    parts = [scores]
-    if view.get("declarer") is not None and view.get("trump"):
-        parts.append(f"{names[view['declarer']]} {view['target']} in {view['trump']}")
-    if view.get("trick"):
-        parts.append("trick " + " ".join(f"{names[c['seat']]}:{c['card']}" for c in view["trick"]))
-    return " | ".join(parts)
+def _played(lines: Sequence[str]) -> bool:
+    return any(" play" in line and "count" in line for line in lines)
 
 
-def _flip(tile: str) -> str:
-    a, _, b = tile.partition("-")
-    return f"{b}-{a}"
+def _table(view: dict[str, Any], names: Sequence[str], now: float) -> list[str]:
+    """The layout, its ends and count, and the clocks, as they stand after a play."""
+    layout = [line.strip() for line in layout_lines(view["layout"]) if "spinner:" not in line]
+    if not end_values(view["layout"]):
+        return layout
+    *tiles, ends = layout
+    return [f"   {line}" for line in tiles] + [f"   {ends} · {clock_line(view, names, now)}"]
 
+
+def _pause(seconds: float) -> None:
+    if seconds > 0:
+        time.sleep(seconds)
