@@ -142,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     play.add_argument("--shared-device", action="store_true", help="every seat on this terminal, hand-over screens")
     play.add_argument("--players", type=int, default=None, help="501♠: 3 or 4 players")
     play.add_argument("--name", default="You")
+    play.add_argument("--names", default=None, help="with --join: every seat's name, comma-separated, in seat order")
     play.add_argument("--think", type=float, default=0.5, help="seconds each bot waits before its move")
     play.add_argument("--points", type=int, default=None, help="Spectacular Bid: starting points (150)")
     play.add_argument("--bank", type=float, default=None, help="Spectacular Bid: bank seconds (120)")
@@ -282,7 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(
                 run_play(
                     args.address, args.game, args.vs, join=args.join, token=args.token, shared=args.shared_device,
-                    players=args.players, name=args.name, think_s=args.think, options=options, tls=client_tls(args),
+                    players=args.players, name=args.name, names=args.names, think_s=args.think, options=options,
+                    tls=client_tls(args),
                 )
             )
         if args.command == "bot":

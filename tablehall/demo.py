@@ -14,7 +14,7 @@ import json
 import random
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,20 +61,20 @@ def run_demo(
     return 0
 
 
-def _quiet(turns: Any) -> Turn:
-    last = None
+def _quiet(turns: Iterator[Turn]) -> Turn:
+    last: Turn | None = None
     for turn in turns:
         last = turn
     assert last is not None
     return last
 
 
-def _tell(console: Console, turns: Any, game: Any, names: Sequence[str], pace: float) -> Turn:
+def _tell(console: Console, turns: Iterator[Turn], game: Any, names: Sequence[str], pace: float) -> Turn:
     title = "Spectacular Bid" if game.name == "spectacular-bid" else "501♠"
     console.rule(f"[bold]{title}[/]: {' vs '.join(names)}")
     console.print(_opening(game.name, pace), style="dim", markup=False)
     narrator = Narrator(names)
-    last = None
+    last: Turn | None = None
     for turn in turns:
         last = turn
         view = game.view(turn.match.state, Seat(0)).to_json()

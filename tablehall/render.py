@@ -123,7 +123,7 @@ def time_left(view: View, now: float | None) -> float | None:
     deadline = view.get("deadline_ms")
     if view.get("clock_running") is None or deadline is None or now is None:
         return None
-    return max(0.0, deadline - now)
+    return max(0.0, float(deadline) - now)
 
 
 def is_low(view: View, now: float | None) -> bool:
