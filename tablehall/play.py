@@ -170,14 +170,15 @@ class Session:
         self.clock.observe(view)
         board = view_lines(view, self.names, show_hand=seat is not None)
         items = menu(view, self.names) if seat is not None else []
-        if (board, items) != self.shown:
+        # the board when there is a decision to take (or nobody's hand to show); the others' moves are told
+        if (board, items) != self.shown and (items or seat is None):
             self.screen.print("", *board)
             if not self.screen.ticking and (line := self.status()[0]):
                 self.screen.print(line)
             self.screen.print(*(f"  {i}. {item.label}" for i, item in enumerate(items, 1)))
+            self.shown = (board, items)
         if items or self.screen.ticking:
             self.screen.ask(self._prompt(view, seat, items))
-        self.shown = (board, items)
         while True:
             # without a menu only q and r are taken now; on a pipe, other lines wait for the next prompt
             keys = bool(items) or self.screen.ticking or self.keyboard.head() in ("", "q", "r")

@@ -48,7 +48,8 @@ def test_bot_command_plays_a_seat_to_the_end() -> None:
     lines = out.strip().splitlines()
     assert any(re.match(r"\s*\d+\s+play \[\d\|\d\]", line) for line in lines), out
     winner = "seat 1 (this bot)" if final["winner"] == 1 else "seat 0"
-    assert lines[-1].startswith(f"Match over: {winner} won by {final['reason']}"), lines[-1]
+    reason = {"resign": "resignation"}.get(final["reason"], final["reason"])
+    assert lines[-1].startswith(f"Match over: {winner} won by {reason}"), lines[-1]
 
 
 def test_bot_command_reports_a_bad_token() -> None:
@@ -97,7 +98,7 @@ def test_play_join_a_seat_with_a_scripted_sequence() -> None:
     assert "'banana' is not a choice" in out and "no action 7: choose 1 to 1" in out
     assert "Spectacular Bid" in out and "SB-10" in out  # the rules, as the service sends them
     assert final["winner"] == 1 and final["reason"] == "resign"
-    assert "Match over: seat 1 won by resign" in out
+    assert "Match over: Opponent won by resignation (You 150, Opponent 150)" in out  # named by where they sit
 
 
 def test_play_vs_friend_prints_the_join_command() -> None:
@@ -132,7 +133,7 @@ def test_501_q_leaves_the_table_says_so_and_the_seat_can_come_back() -> None:
     assert out.count("tablehall bot --address") == 2  # one line per bot seat, to let them play on
     assert "no move for an hour" in out
     assert view["status"] == "in_progress" and view["phase"] != "over"
-    assert again == 0 and "Your cards" in rejoined and "Back to seat 0 (seat 0)" in rejoined
+    assert again == 0 and "Your cards" in rejoined and "Back to seat 0 (You)" in rejoined
 
 
 def hands_by_round(record: dict[str, Any]) -> list[tuple[set[frozenset[int]], ...]]:
