@@ -100,7 +100,7 @@ def test_no_service_is_one_line() -> None:
 
 def test_a_demo_record_has_no_commitments_and_verify_says_where_to_get_one(tmp_path: Path) -> None:
     demo = tmp_path / "demo.json"
-    made = run("demo", "--record", str(demo), stdin="")
+    made = run("demo", "--pace", "0", "--record", str(demo), stdin="")
     assert made.code == 0, made.err
     checked = run("verify", str(demo))
     assert checked.code == 2
