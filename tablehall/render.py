@@ -80,9 +80,10 @@ def _mmss(ms: float) -> str:
 
 def clock_text(ms: float) -> str:
     """A bank as a player reads it: 1:54 above ten seconds, tenths under ten (0:09.3)."""
-    if round(max(0.0, ms) / 100) < 100:
+    tenths = round(max(0.0, ms) / 100)
+    if tenths < 100:
         return _mmss(ms)
-    whole = int(max(0.0, ms) // 1000)
+    whole = tenths // 10
     return f"{whole // 60}:{whole % 60:02d}"
 
 
