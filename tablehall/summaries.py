@@ -183,7 +183,7 @@ class Narrator:
             self._five_moves(before, view, told)
         if view["phase"] == "bidding" and (before is None or before["phase"] != "bidding"):
             out = view.get("sitting_out")
-            sits = f"; {self.name(out)} sits out" if out is not None else ""
+            sits = "" if out is None else (" and sits out" if out == view["dealer"] else f"; {self.name(out)} sits out")
             told.lines.append(f"— Hand {hand_number(view)}: {self.does(view['dealer'], 'deal')}{sits} —")
 
     def _five_moves(self, before: View, view: View, told: Told) -> None:
