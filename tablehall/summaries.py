@@ -62,7 +62,7 @@ class Narrator:
     def _sb(self, before: View | None, view: View, told: Told) -> None:
         if before is None or (view["round"] != before["round"] and view["phase"] != "deal"):
             self.start_points = list(view["points"])
-            if view["round"] > 0:
+            if view["round"] > 0 and (before is not None or view["phase"] == "ready"):  # not a join mid-round
                 jockey = f"; {self.name(view['jockey'])} is the jockey" if view.get("jockey") is not None else ""
                 told.lines.append(f"— Round {view['round']} is dealt: 7 tiles each, 14 in the boneyard{jockey} —")
             return
