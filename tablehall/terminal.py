@@ -71,15 +71,17 @@ class Keyboard:
             self._saved = None
 
     def _read_lines(self) -> None:
-        for line in iter(self.stream.readline, ""):
-            self._post(self._push, line.rstrip("\r\n"))
+        with contextlib.suppress(OSError, ValueError):  # a closed input is its end
+            for line in iter(self.stream.readline, ""):
+                self._post(self._push, line.rstrip("\r\n"))
         self._post(self._push, None)
 
     def _read_keys(self) -> None:
-        fd = self.stream.fileno()
-        while data := os.read(fd, 64):
-            for key in data.decode(errors="ignore"):
-                self._post(self._key, key)
+        with contextlib.suppress(OSError, ValueError):  # a hung-up terminal is the end of input
+            fd = self.stream.fileno()
+            while data := os.read(fd, 64):
+                for key in data.decode(errors="ignore"):
+                    self._post(self._key, key)
         self._post(self._push, None)
 
     def _post(self, handler: Callable[[Any], None], item: Any) -> None:
