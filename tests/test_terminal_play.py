@@ -136,9 +136,10 @@ class RoundEnd:
 
 def sb_rounds(record: dict[str, Any]) -> list[RoundEnd]:
     """Each ended round of a Spectacular Bid record: the points after it, how it ended, a block's hand sums."""
-    game, players, options, lot, deals, commands, _, _ = _read(record)
-    match = Match.start(game, players, options, lot)
-    pending = iter(deals)
+    recorded = _read(record)
+    game, commands = recorded.game, recorded.commands
+    match = Match.start(game, recorded.players, recorded.options, recorded.lot)
+    pending = iter(recorded.deals)
     ends: list[RoundEnd] = []
 
     def step(match: Match) -> Match:
