@@ -17,6 +17,7 @@ from typing import Any
 
 from tablehall import bots
 from tablehall.render import SUITS, TRUMP_NAMES, five_label, sb_label
+from workers.games.catalog import FIVE_OH_ONE
 
 View = dict[str, Any]
 Action = dict[str, Any]

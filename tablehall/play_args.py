@@ -22,9 +22,10 @@ def add_demo(commands: Any) -> None:
     demo.add_argument("--game", default=SPECTACULAR_BID, choices=names())
     demo.add_argument("--players", type=int, default=None, help=f"501♠: {seat_counts(FIVE_OH_ONE)} players")
     demo.add_argument("--seed", type=int, default=None, help="repeat a demo (default: CSPRNG deals)")
-    demo.add_argument("--pace", type=float, default=0.0, help="seconds to pause between turns on screen")
+    demo.add_argument("--pace", type=float, default=0.6, help="seconds between moves on screen (0: no pauses)")
     demo.add_argument("--greedy", action="store_true", help="bots prefer scoring plays")
     demo.add_argument("--record", type=Path, default=None, help="also write the match record here")
+    demo.add_argument("--json", action="store_true", help="print only the outcome as JSON, no story, no pauses")
     demo.set_defaults(run=run_demo)
 
 
@@ -39,6 +40,7 @@ def add_commands(commands: Any, address: str) -> None:
     play.add_argument("--shared-device", action="store_true", help="every seat on this terminal, hand-over screens")
     play.add_argument("--players", type=int, default=None, help=f"501♠: {seat_counts(FIVE_OH_ONE)} players")
     play.add_argument("--name", default="You")
+    play.add_argument("--names", default=None, help="with --join: every seat's name, comma-separated, in seat order")
     play.add_argument("--think", type=float, default=0.5, help="seconds each bot waits before its move")
     play.add_argument("--points", type=int, default=None, help=POINTS_HELP)
     play.add_argument("--bank", type=float, default=None, help=BANK_HELP)
@@ -60,7 +62,7 @@ def add_commands(commands: Any, address: str) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     from tablehall.demo import run_demo as demo
 
-    return demo(args.game, args.players, args.seed, args.pace, args.greedy, args.record)
+    return demo(args.game, args.players, args.seed, args.pace, args.greedy, args.record, args.json)
 
 
 def run_play(args: argparse.Namespace) -> int:
@@ -73,7 +75,8 @@ def run_play(args: argparse.Namespace) -> int:
     return asyncio.run(
         play(
             args.address, args.game, args.vs, join=args.join, token=args.token, shared=args.shared_device,
-            players=args.players, name=args.name, think_s=args.think, options=options, tls=client_tls(args),
+            players=args.players, name=args.name, names=args.names, think_s=args.think, options=options,
+            tls=client_tls(args),
         )
     )
 
