@@ -23,7 +23,7 @@ from rich.console import Console
 from tablehall.render import clock_line, end_values, layout_lines
 from tablehall.selfplay import Turn, self_play
 from tablehall.summaries import Narrator
-from workers.games.catalog import game_named
+from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, game_named
 from workers.games.engine import Seat
 
 NAMES = ["Ana", "Bia", "Caio", "Duda"]
@@ -49,7 +49,7 @@ def run_demo(
     rng: random.Random = secrets.SystemRandom() if seed is None else random.Random(seed)
     names = NAMES[:count]
     # random 501♠ bidders overbid and every score drifts up: its bots play the greedy heuristic
-    smart = greedy or game_name == "501"
+    smart = greedy or game_name == FIVE_OH_ONE
     console = Console(highlight=False)
     turns = self_play(game, names, rng, greedy=[smart] * count)
     last = _quiet(turns) if as_json else _tell(console, turns, game, names, pace)
@@ -70,7 +70,7 @@ def _quiet(turns: Iterator[Turn]) -> Turn:
 
 
 def _tell(console: Console, turns: Iterator[Turn], game: Any, names: Sequence[str], pace: float) -> Turn:
-    title = "Spectacular Bid" if game.name == "spectacular-bid" else "501♠"
+    title = "Spectacular Bid" if game.name == SPECTACULAR_BID else "501♠"
     console.rule(f"[bold]{title}[/]: {' vs '.join(names)}")
     console.print(_opening(game.name, pace), style="dim", markup=False)
     narrator = Narrator(names)
@@ -81,7 +81,7 @@ def _tell(console: Console, turns: Iterator[Turn], game: Any, names: Sequence[st
         told = narrator.see(view)
         for line in told.lines:
             console.print(line, markup=False)
-        if told.lines and view.get("game") == "spectacular-bid" and _played(told.lines):
+        if told.lines and view.get("game") == SPECTACULAR_BID and _played(told.lines):
             for line in _table(view, names, turn.match.now):
                 console.print(line, style="dim", markup=False)
         if told.summary:
@@ -96,7 +96,7 @@ def _tell(console: Console, turns: Iterator[Turn], game: Any, names: Sequence[st
 
 def _opening(game: str, pace: float) -> str:
     how = f"one move every {pace:g} s" if pace else "no pauses"
-    if game == "spectacular-bid":
+    if game == SPECTACULAR_BID:
         what = "Every play counts the open ends; a multiple of 5 takes that many points from the other player."
     else:
         what = "Each hand: bidding, the talon and the contract, eight tricks; scores count down to zero."

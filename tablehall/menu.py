@@ -95,7 +95,7 @@ def parse(text: str, items: Sequence[Item], view: View) -> Action:
         return {"do": "bid", "amount": int(words[1])}
     if head == "declare" and "declare" in kinds:
         return _declare(words, view)
-    if view.get("game") == "501" and "play" in kinds:
+    if view.get("game") == FIVE_OH_ONE and "play" in kinds:
         played = _play(words[1:] if head == "play" else words, items)
         if played is not None:
             return played

@@ -36,9 +36,10 @@ from tablehall.seating import CannotStart, Table, create, first_of, introduce, l
 from tablehall.seating import join as join_table
 from tablehall.summaries import Narrator
 from tablehall.terminal import Keyboard, Screen
+from workers.games.catalog import SPECTACULAR_BID
 
 View = dict[str, Any]
-SB = "spectacular-bid"
+SB = SPECTACULAR_BID
 __all__ = ["play_options", "run_play"]
 
 

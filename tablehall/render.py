@@ -129,12 +129,12 @@ def time_left(view: View, now: float | None) -> float | None:
 
 def is_low(view: View, now: float | None) -> bool:
     left = time_left(view, now)
-    return left is not None and left < (LOW_LIMIT_MS if view.get("game") == "501" else LOW_BANK_MS)
+    return left is not None and left < (LOW_LIMIT_MS if view.get("game") == FIVE_OH_ONE else LOW_BANK_MS)
 
 
 def clock_line(view: View, names: Sequence[str], now: float | None, me: int | None = None) -> str:
     """Both games' clocks in one line ('' when the game has none running or set)."""
-    if view.get("game") == "501":
+    if view.get("game") == FIVE_OH_ONE:
         left = time_left(view, now)
         if left is None:
             return ""
@@ -314,7 +314,7 @@ def five_label(action: Action, names: Sequence[str]) -> str:
 
 def view_lines(view: View, names: Sequence[str], show_hand: bool = True) -> list[str]:
     """The table as the viewer sees it, without the clocks (those tick on a line of their own)."""
-    if view.get("game") == "501":
+    if view.get("game") == FIVE_OH_ONE:
         return five_lines(view, names, show_hand)
     return sb_lines(view, names, show_hand)
 
@@ -326,7 +326,7 @@ def result_line(view: View, names: Sequence[str], me: int | None = None) -> str:
     """The match's result, with every player's name."""
     if view.get("status") == "voided":
         return f"Match over: voided ({view.get('void_reason')}), no result"
-    if view.get("game") == "501":
+    if view.get("game") == FIVE_OH_ONE:
         winners = " and ".join(seat_name(names, s, me) for s in view.get("winners", [])) or "nobody"
         scores = ", ".join(f"{seat_name(names, s, me)} {v}" for s, v in enumerate(view["scores"]))
         return f"Match over: {winners} won ({scores})"

@@ -15,9 +15,10 @@ from typing import Any
 
 from tablehall.client import Client, SeatClient, TablehallError
 from tablehall.render import MatchTime
+from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID
 
 View = dict[str, Any]
-SB = "spectacular-bid"
+SB = SPECTACULAR_BID
 
 
 class CannotStart(Exception):
@@ -116,14 +117,14 @@ def leave_lines(address: str, table: Table, view: View, interrupted: bool = Fals
         lines = [f"Interrupted: you left match {table.match_id}, and it goes on without you."]
         lines.append(_clock_words(view))
     else:
-        why = ": 501♠ has no resignation" if view.get("game") == "501" else ""
+        why = ": 501♠ has no resignation" if view.get("game") == FIVE_OH_ONE else ""
         lines = [f"You left match {table.match_id}. It is not over{why}; the table waits for you."]
     lines += [f"  Back to seat {seat} ({table.names[seat]}): {table.join_line(address, seat)}" for seat in table.seats]
     if table.bot_tokens:
         lines.append("  The bots stopped with this terminal; each plays on with:")
         lines += [f"    tablehall bot --address {address} --match {table.match_id} --token {token}"
                   for token in table.bot_tokens.values()]  # fmt: skip
-    if not interrupted or view.get("game") == "501":
+    if not interrupted or view.get("game") == FIVE_OH_ONE:
         if view.get("limit_ms"):
             lines.append("  Nobody back in time: a seat whose decision limit runs out loses the game.")
         else:
@@ -132,7 +133,7 @@ def leave_lines(address: str, table: Table, view: View, interrupted: bool = Fals
 
 
 def _clock_words(view: View) -> str:
-    if view.get("game") == "501":
+    if view.get("game") == FIVE_OH_ONE:
         if view.get("limit_ms"):
             return "  Your decisions keep their time limit: one that runs out loses you the game."
         return "  501♠ has no clock here: the table simply waits for your next decision."

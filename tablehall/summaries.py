@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tablehall.render import SUITS, TRUMP_NAMES, card, cards, hand_number, is_you, plural, result_line, seat_name, tile
+from workers.games.catalog import FIVE_OH_ONE
 
 View = dict[str, Any]
 ALL_TILES = frozenset(frozenset((a, b)) for a in range(7) for b in range(a, 7))
@@ -39,7 +40,7 @@ class Narrator:
     def see(self, view: View) -> Told:
         told = Told()
         before, self.before = self.before, view
-        if view.get("game") == "501":
+        if view.get("game") == FIVE_OH_ONE:
             self._five(before, view, told)
         else:
             self._sb(before, view, told)
