@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from protos.tablehall.v1 import matches_pb2
@@ -32,6 +33,8 @@ class Published:
         self.views: dict[tuple[int, Seat | None], str] = {}
         self.watchers: set[asyncio.Event] = set()
         self.closed = False
+        self.clock: Callable[[], int] = lambda: time.time_ns() // 1_000_000
+        """Unix ms: the clock that times moves (MatchActor sets its own); read for Update.match_time_ms."""
 
     @property
     def match(self) -> Match:
@@ -85,6 +88,10 @@ class Published:
         )
         if seq == 0:
             update.starts_unix_ms = self.entry.created_unix_ms
+        # the service's clock reading (matches.proto Update.match_time_ms): match time as the actor times
+        # moves (never behind the match's own time), negative while a scheduled match waits for its start
+        elapsed = self.clock() - self.entry.created_unix_ms
+        update.match_time_ms = elapsed if seq == 0 == self.seq else max(self.match.now, elapsed)
         return update
 
     async def watch(self, token_sha256: bytes, after_seq: int) -> AsyncIterator[matches_pb2.Update]:
