@@ -51,7 +51,7 @@ class BrowserMatch:
 def browser_match(service: LiveService, game: str, protocol: str, mode: str = "", greedy: bool = True) -> BrowserMatch:
     """Runs the page's player (web/e2e/play.mjs) and a bot on every seat it invites (greedy, or random)."""
     web = require_browser_tools()
-    out = ARTIFACTS / f"web-e2e-{game}-{protocol}{'-' + mode.replace('=', '-') if mode else ''}"
+    out = ARTIFACTS / f"web-e2e-{game}-{protocol}{'-' + mode.replace('=', '-').replace(',', '-') if mode else ''}"
     out.mkdir(parents=True, exist_ok=True)
     command = ["node", "e2e/play.mjs", service.url, str(out), game, protocol, mode]
     bots: list[Future[dict[str, Any]]] = []
