@@ -131,9 +131,13 @@ async function checkDock(page) {
     const dock = document.querySelector(".dock.mine");
     if (!dock) return false;
     const box = dock.getBoundingClientRect();
-    return box.top < 0 || box.bottom > window.innerHeight + 0.5;
+    return box.top < 0 || box.bottom > window.innerHeight + 0.5 ? `${Math.round(box.top)}..${Math.round(box.bottom)} of ${window.innerHeight}` : false;
   });
-  if (off) seen.dockHidden += 1;
+  if (off) {
+    seen.dockHidden += 1;
+    seen.dockWhere = off;
+    if (!seen.shots.includes("dock-hidden")) await shot(page, "dock-hidden");
+  }
 }
 
 /** Keyboard only: Tab until the focus is on something matching `selector` (at most 80 presses). */
@@ -331,7 +335,7 @@ try {
   if (mode.limit) await page.fill("#create input[name=limit]", String(mode.limit));
   if (shared) await page.check("#create input[name=shared]");
   await page.click("#create button[type=submit]");
-  await page.locator("[data-match]").waitFor({ timeout: STEP_MS });
+  await page.locator("[data-match]").waitFor({ state: "attached", timeout: STEP_MS });
   const matchId = await page.locator("[data-match]").getAttribute("data-match");
   seen.header = await page.locator(".table-head").textContent();
   for (const invite of await page.locator("[data-invite-seat]").all()) {

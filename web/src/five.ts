@@ -323,9 +323,13 @@ export function renderFive(view: View, ctx: Ctx): HTMLElement {
     h("div", { class: "opponents" }, others.map((s) => seatBox(view, s, where[s], ctx))),
     handSummary(view, ctx),
     middle(view, ctx),
-    seatBox(view, me, "bottom", ctx),
-    hand(view, ctx),
-    ctx.showHand && view.phase !== "over" ? dock(p.text, p.mine, p.controls, undefined, ctx.send) : null,
     pastHands(view, ctx),
+    h(
+      "div",
+      { class: "bottom-bar" },
+      seatBox(view, me, "bottom", ctx),
+      hand(view, ctx),
+      ctx.showHand && view.phase !== "over" ? dock(p.text, p.mine, p.controls, undefined, ctx.send) : null,
+    ),
   );
 }

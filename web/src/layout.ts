@@ -108,7 +108,7 @@ export function drawLayout(layout: View, bound: number, newest: string | null, t
     placed.push(leadPlaced);
     if (double && spinner === a) found.at = leadPlaced;
     const half = double ? 0.5 : 1;
-    const inner = 2.5;
+    const inner = 1.5; // the returning runs keep clear of the spinner's arms
     ends.W = line(lines.W ?? [], { px: -half, py: 0, dx: -1, dy: 0 }, -1, inner, bound, placed, spinner, found);
     ends.E = line(lines.E ?? [], { px: half, py: 0, dx: 1, dy: 0 }, 1, inner, bound, placed, spinner, found);
     const sp = found.at;

@@ -79,7 +79,7 @@ function newest(view: View, previous: View | null): string | null {
 }
 
 function table(view: View, ctx: Ctx): HTMLElement {
-  const bound = Math.max(4, Math.min(11, Math.floor(ctx.width / 30 / 2) - 1));
+  const bound = Math.max(5, Math.min(11, Math.floor(ctx.width / 24 / 2) - 1));
   const layout = view.layout;
   const count: number = layout.count;
   const scored = count > 0 && count % 5 === 0 && newest(view, ctx.ui.previous) !== null;
@@ -217,7 +217,7 @@ function summary(view: View, ctx: Ctx): HTMLElement | null {
     over ? h("h2", { class: "result", "data-result": view.status }, sbResult(view, ctx.names)) : h("h2", {}, `Round ${number} is over`),
     r ? h("ul", {}, roundLines(r, ctx)) : null,
     h("ul", { class: "points-list" }, points),
-    ready ? actionButton(ctx.send, { do: "ready" }, `Continue to round ${view.round}`, "primary") : null,
+    ready ? h("p", { class: "next" }, `Round ${view.round} is dealt: continue below when you are ready.`) : null,
   );
 }
 
@@ -247,10 +247,14 @@ export function renderSB(view: View, ctx: Ctx): HTMLElement {
     player(view, other, ctx),
     summary(view, ctx),
     table(view, ctx),
-    player(view, me, ctx),
-    hand(view, ctx),
-    ctx.showHand && view.phase !== "over" ? dock(p.text, p.mine, p.controls, resign, ctx.send) : null,
     pastRounds(view, ctx),
+    h(
+      "div",
+      { class: "bottom-bar" },
+      player(view, me, ctx),
+      hand(view, ctx),
+      ctx.showHand && view.phase !== "over" ? dock(p.text, p.mine, p.controls, resign, ctx.send) : null,
+    ),
   );
 }
 
