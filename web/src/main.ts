@@ -372,6 +372,30 @@ class Game {
   }
 }
 
+// --- one view drawn with no service: the reference screenshots (tests/test_web_screens.py) --------
+
+/** Draws `view` as the seat it belongs to would see it, talking to no service: taps only collect the
+ * actions they would send (`window.tablehallSent`). `previous` is the view before it (the newest tile). */
+function showStatic(view: View, names: string[], previous: View | null = null): void {
+  current?.close();
+  current = null;
+  const board = h("div", { class: "board" });
+  const ui = newUi();
+  ui.previous = previous;
+  const sent: Act[] = [];
+  Object.assign(window, { tablehallSent: sent });
+  const draw = (): void => {
+    const ctx = { names, send: (a: Act) => void sent.push(a), showHand: view.seat !== null, ui, redraw: draw, width: board.clientWidth || window.innerWidth };
+    board.replaceChildren(view.game === "501" ? renderFive(view, ctx) : renderSB(view, ctx));
+    board.dataset.phase = view.phase;
+    paintClocks(board, view, null);
+  };
+  app.replaceChildren(board);
+  draw();
+}
+
+Object.assign(window, { tablehallShow: showStatic });
+
 // --- start: a link to a match (#match=…&token=…), this tab's table, or the lobby -----------------
 
 function boot(): void {
