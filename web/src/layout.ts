@@ -87,10 +87,6 @@ function line(tiles: string[], walk: Walk, side: number, inner: number, outer: n
   return walk;
 }
 
-export interface Drawn {
-  svg: SVGSVGElement;
-}
-
 /** The layout as an SVG: `bound` is how many squares the line may run from the middle before it bends. */
 export function drawLayout(layout: View, bound: number, newest: string | null, targets: Target[]): SVGSVGElement {
   const placed: Placed[] = [];

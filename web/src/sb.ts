@@ -5,9 +5,9 @@
 // never applies a rule of its own, legality is the view's `legal` list and each count its `counts`.
 import type { Act, View } from "./api";
 import { beep, clockText, decisionLeft, sbClocks } from "./clock";
-import { actionButton, amountPicker, dock, h, seatName, type Ctx, type Send } from "./dom";
+import { actionButton, amountPicker, dock, h, seatName, type Ctx } from "./dom";
 import { drawLayout, type Target } from "./layout";
-import { plural, sameTile, tileSvg, pips } from "./pieces";
+import { pips, plural, sameTile, tileSvg } from "./pieces";
 
 const ENDS: Record<string, string> = { W: "west", E: "east", N: "north", S: "south" };
 
@@ -107,7 +107,7 @@ function hand(view: View, ctx: Ctx): HTMLElement | null {
     ctx.redraw();
     if (ctx.ui.selected) requestAnimationFrame(() => document.querySelector<SVGElement>(".end-marker.target")?.focus());
   };
-  const buttons = tiles.map((t, i) => {
+  const buttons = tiles.map((t) => {
     const fits = legal.some((p) => sameTile(p.a.tile, t));
     const [a, b] = pips(t);
     const selected = ctx.ui.selected !== null && sameTile(ctx.ui.selected, t);
@@ -121,7 +121,7 @@ function hand(view: View, ctx: Ctx): HTMLElement | null {
         "aria-label": `tile ${a}-${b}${myTurn ? (fits ? ", playable" : ", does not fit") : ""}`,
         disabled: !fits || ctx.send === null,
         onclick: () => pick(t),
-        onkeydown: (event: KeyboardEvent) => arrows(event, i),
+        onkeydown: arrows,
       },
       tileSvg(a, b, true),
     );
@@ -129,16 +129,13 @@ function hand(view: View, ctx: Ctx): HTMLElement | null {
   return h("div", { class: "hand", role: "group", "aria-label": "Your tiles" }, buttons);
 }
 
-/** Left and right arrows walk the hand; Escape puts a picked tile back. */
-function arrows(event: KeyboardEvent, i: number): void {
-  const all = [...document.querySelectorAll<HTMLButtonElement>(".hand .hand-tile:not([disabled]), .hand .hand-card:not([disabled])")];
+/** Left and right arrows walk the playable tiles of the hand. */
+function arrows(event: KeyboardEvent): void {
+  if (event.key !== "ArrowRight" && event.key !== "ArrowLeft") return;
+  event.preventDefault();
+  const all = [...document.querySelectorAll<HTMLButtonElement>(".hand .hand-tile:not([disabled])")];
   const at = all.indexOf(event.currentTarget as HTMLButtonElement);
-  if (event.key === "ArrowRight" || event.key === "ArrowLeft") {
-    event.preventDefault();
-    const next = all[(at + (event.key === "ArrowRight" ? 1 : -1) + all.length) % all.length];
-    next?.focus();
-  }
-  void i;
+  all[(at + (event.key === "ArrowRight" ? 1 : -1) + all.length) % all.length]?.focus();
 }
 
 function prompt(view: View, ctx: Ctx): { text: string; mine: boolean; controls: HTMLElement[] } {
@@ -257,5 +254,3 @@ export function renderSB(view: View, ctx: Ctx): HTMLElement {
     ),
   );
 }
-
-export type { Send };
