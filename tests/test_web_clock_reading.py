@@ -72,6 +72,18 @@ def test_every_update_carries_the_match_time_at_which_it_was_built(monkeypatch: 
         assert moved.match_time_ms == 6_000
         assert json.loads(moved.view_json)["decision_since_ms"] == 6_000 and left(moved) == 2_000 + 10_000
 
+        # once the match is over no clock runs: every read of it is the same bytes, with no reading
+        wall.now = T0 + 7_000
+        await seats[mover].act({"do": "resign"})
+        ended = [await service.stub.GetView(matches_pb2.GetViewRequest(match_id=match_id)) for _ in range(2)]
+        assert ended[0].over and ended[0].match_time_ms == 0
+        wall.now = T0 + 9_000
+        assert (
+            ended[0].SerializeToString()
+            == ended[1].SerializeToString()
+            == (await service.stub.GetView(matches_pb2.GetViewRequest(match_id=match_id))).SerializeToString()
+        )
+
     serve(body, clock=lambda: wall.now)
 
 

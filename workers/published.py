@@ -89,9 +89,11 @@ class Published:
         if seq == 0:
             update.starts_unix_ms = self.entry.created_unix_ms
         # the service's clock reading (matches.proto Update.match_time_ms): match time as the actor times
-        # moves (never behind the match's own time), negative while a scheduled match waits for its start
-        elapsed = self.clock() - self.entry.created_unix_ms
-        update.match_time_ms = elapsed if seq == 0 == self.seq else max(self.match.now, elapsed)
+        # moves (never behind the match's own time), negative while a scheduled match waits for its start;
+        # none once the match is over (no clock runs: every read of an ended match is the same bytes)
+        if not self.match.over:
+            elapsed = self.clock() - self.entry.created_unix_ms
+            update.match_time_ms = elapsed if seq == 0 == self.seq else max(self.match.now, elapsed)
         return update
 
     async def watch(self, token_sha256: bytes, after_seq: int) -> AsyncIterator[matches_pb2.Update]:
