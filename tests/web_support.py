@@ -221,9 +221,10 @@ def replayed_rounds(record: dict[str, Any]) -> list[dict[str, Any]]:
     from workers.games.spectacular_bid.state import Phase
     from workers.games.spectacular_bid.tiles import round_to_five
 
-    game, players, options, lot, deals, commands, _, _ = _read(record)
-    match = Match.start(game, players, options, lot)
-    pending = iter(deals)
+    recorded = _read(record)
+    game, commands = recorded.game, recorded.commands
+    match = Match.start(game, recorded.players, recorded.options, recorded.lot)
+    pending = iter(recorded.deals)
     rounds: list[dict[str, Any]] = []
 
     def settle(match: Match) -> Match:
