@@ -19,6 +19,7 @@ async def snapshot(seats: list[SeatClient], service: Service, match_id: str) -> 
     views = []
     for seat in seats:
         update = await seat.stub.GetView(matches_pb2.GetViewRequest(match_id=match_id), metadata=seat.metadata)
+        update.ClearField("match_time_ms")  # the service's clock reading moves with time, not with the match
         views.append(update.SerializeToString())
     views.append(str(service.actor(match_id).seq).encode())
     return views

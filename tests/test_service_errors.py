@@ -24,6 +24,7 @@ async def frozen(service: Service, match_id: str, seats: list[SeatClient]) -> li
     out = []
     for seat in [*seats, service.client.spectator(match_id)]:
         update = await seat.stub.GetView(matches_pb2.GetViewRequest(match_id=match_id), metadata=seat.metadata)
+        update.ClearField("match_time_ms")  # the service's clock reading moves with time, not with the match
         out.append(update.SerializeToString())
     out.append(str(service.actor(match_id).seq).encode())
     return out

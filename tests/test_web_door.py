@@ -64,15 +64,27 @@ class Answer:
 Call = Callable[[str, Any, str | None], Awaitable[Answer]]
 
 
+def timeless(reply: Any) -> bytes:
+    """A reply as bytes, an Update without the service's clock reading (`match_time_ms`): two doors asked one
+    after the other read the clock apart, never the match. While a match is played the reading is there."""
+    if reply.DESCRIPTOR.name == "Update":
+        view = json.loads(reply.view_json)
+        if view["status"] != "in_progress":
+            assert reply.match_time_ms == 0, "an ended match has no clock to read"
+        reply.ClearField("match_time_ms")
+    data: bytes = reply.SerializeToString()
+    return data
+
+
 def native_door(stub: Any) -> Call:
     async def call(method: str, request: Any, token: str | None) -> Answer:
         metadata = (("authorization", f"Bearer {token}"),) if token else ()
         try:
             if method == "Watch":
-                replies = [u.SerializeToString() async for u in stub.Watch(request, metadata=metadata)]
+                replies = [timeless(u) async for u in stub.Watch(request, metadata=metadata)]
                 return Answer(stream=tuple(replies))
             reply = await getattr(stub, method)(request, metadata=metadata)
-            return Answer(reply=reply.SerializeToString())
+            return Answer(reply=timeless(reply))
         except grpc.aio.AioRpcError as error:
             code = next((str(v) for k, v in error.trailing_metadata() or () if k == "tablehall-error"), None)
             return Answer(status=error.code().name, code=code, message=error.details())
@@ -86,10 +98,10 @@ def connect_door(client: Any) -> Call:
         with ResponseMetadata() as metadata:
             try:
                 if method == "Watch":
-                    replies = [u.SerializeToString() async for u in client.watch(request, headers=headers)]
+                    replies = [timeless(u) async for u in client.watch(request, headers=headers)]
                     return Answer(stream=tuple(replies))
                 reply = await getattr(client, snake_case(method))(request, headers=headers)
-                return Answer(reply=reply.SerializeToString())
+                return Answer(reply=timeless(reply))
             except ConnectError as error:
                 code = metadata.trailers().get("tablehall-error") if metadata.trailers() else None
                 return Answer(status=_grpc_name(error.code.name), code=code, message=error.message)

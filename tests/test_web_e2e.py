@@ -1,9 +1,11 @@
-"""End to end in a real browser: Debian's Chromium, driven by playwright-core (web/e2e/play.mjs), plays a
-whole Spectacular Bid match through the page against a bot (over Connect and over gRPC-Web, lead auctions
-included), a whole 501♠ game with a decision limit against two bots (bidding, declaring, giving, the
-countdown), and a shared-device match with its hand-over screens, all over the gateway's HTTP door. The page's
-result is the service's, the record replays to it, screenshots are kept in test-artifacts/, a person's mistakes
-are explained in words, and every byte the page received carries its seat's view only."""
+"""End to end in a real browser: Debian's Chromium, driven by playwright-core (web/e2e/play.mjs), plays whole
+matches through the page by touching the pieces, at desktop (1280×800) and phone (360×740) sizes: Spectacular
+Bid against a bot (over Connect and over gRPC-Web, lead auctions included; once with the keyboard only), 501♠
+against two bots (bidding, the guided declaration, a decision limit's countdown), and a shared-device match
+with its hand-over screens, all over the gateway's HTTP door. The page's result is the service's; every round
+or hand summary it showed says what a replay of the match's record says; nothing is wider than a 360 px
+screen and the controls stay on it; screenshots are kept in test-artifacts/; a person's mistakes are
+explained in words; and every byte the page received carries its seat's view only."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from protos.tablehall.v1 import matches_pb2
 from tablehall.bots import run_bot
 from tablehall.client import Client
 from tests.over_grpc import five_hidden, five_own, quoted, sb_hidden, sb_own
-from tests.web_support import ARTIFACTS, LiveService, Raw, frames, live_service, require_browser_tools
+from tests.web_support import ARTIFACTS, LiveService, Raw, frames, live_service, replayed_rounds, require_browser_tools
 from workers.games.records import replay
 
 BROWSER_TIMEOUT_S = 300.0
@@ -51,7 +53,7 @@ class BrowserMatch:
 def browser_match(service: LiveService, game: str, protocol: str, mode: str = "", greedy: bool = True) -> BrowserMatch:
     """Runs the page's player (web/e2e/play.mjs) and a bot on every seat it invites (greedy, or random)."""
     web = require_browser_tools()
-    out = ARTIFACTS / f"web-e2e-{game}-{protocol}{'-' + mode.replace('=', '-') if mode else ''}"
+    out = ARTIFACTS / f"web-e2e-{game}-{protocol}{'-' + mode.replace('=', '-').replace(',', '-') if mode else ''}"
     out.mkdir(parents=True, exist_ok=True)
     command = ["node", "e2e/play.mjs", service.url, str(out), game, protocol, mode]
     bots: list[Future[dict[str, Any]]] = []
@@ -138,69 +140,141 @@ def assert_page_received_its_views(service: LiveService, played: BrowserMatch, h
     assert_seat_view_only(messages, snapshots, hidden, own)
 
 
-def assert_common(played: BrowserMatch, picture: str) -> None:
+def assert_common(played: BrowserMatch, picture: str, shots: set[str]) -> None:
     result = played.result
     assert "(not_found)" in result["joinError"] or "(unauthenticated)" in result["joinError"], result["joinError"]
-    for name in (f"{picture}-over.png", f"{picture}-midgame.png"):
+    assert shots <= set(result["shots"]), f"key states never reached: {shots - set(result['shots'])}"
+    for name in [f"{picture}-over.png", *(f"{picture}-{shot}.png" for shot in result["shots"])]:
         assert (played.out / name).read_bytes().startswith(b"\x89PNG"), f"{name} was not saved"
     assert not result["refusals"] or all("Not allowed now" in r for r in result["refusals"]), result["refusals"]
+    assert result["overflow"] == [], "something was wider than the screen"
+    assert result["dockHidden"] == 0, f"the controls were off screen during a move ({result.get('dockWhere')})"
+    assert result["taps"] > 0, "no piece was played by touching it"
+    header = result["header"].lower()
+    assert "connect" not in header and "grpc" not in header and "Ana" in result["header"]
+    if played.finals:
+        assert result["invitesFolded"], "the invitations stayed open once every seat was taken"
 
 
 AUCTION = {"bid", "raise", "accept", "decline"}
 
 
-@pytest.mark.parametrize("protocol", ["connect", "grpc-web"])
-def test_a_browser_plays_a_whole_spectacular_bid_match_against_a_bot(service: LiveService, protocol: str) -> None:
-    # At the default 150 points a match lasts several rounds, and after any domino the page has an auction
-    # to answer: it opens one when the bot holds the lead privilege, and the random bot (which bids or raises
-    # most of the time, unlike the greedy one) opens one when the page holds it. Simulated with the engine,
-    # 0 of 20,000 matches of this pair had no auction action by the page (mean ~45 page moves).
-    played = browser_match(service, "spectacular-bid", protocol, greedy=False)
-    result, [final] = played.result, played.finals
-    assert_common(played, "web-sb")
+def assert_sb_summaries(played: BrowserMatch) -> None:
+    """Each round summary the page held on screen says what the record, replayed, says of that round."""
+    rounds = replayed_rounds(played.record)
+    summaries = played.result["summaries"]
+    assert len(summaries) == len(rounds), "one summary per round, the last with the result"
+    names = ["Ana", "Bot"]
+    for shown in summaries:
+        r = rounds[int(shown["round"]) - 1]
+        facts = {f["fact"]: f for f in shown["facts"]}
+        assert [int(f["after"]) for f in shown["facts"] if f["fact"] == "balance"] == r["points_after"]
+        if r["end"] == "domino":
+            assert facts["domino"]["text"].startswith(names[r["domino_by"]])
+        if r["end"] == "block":
+            block = facts["block"]
+            assert block["sums"] == ",".join(map(str, r["block"]["sums"])), (block, r)
+            assert int(block["owed"]) == r["block"]["owed"] and block["to"] == str(r["block"]["to"] or "")
+        auction = r["auction"]
+        if isinstance(auction, dict):
+            assert (int(facts["auction"]["bid"]), int(facts["auction"]["paid"])) == (auction["bid"], auction["paid"])
+            assert facts["auction"]["text"].startswith(names[auction["winner"]])
+        elif auction == "declined":
+            assert "declined" in facts["auction"]["text"]
+        else:
+            assert "auction" not in facts
 
+
+def assert_sb_match(played: BrowserMatch, service: LiveService, total: int) -> None:
+    result, [final] = played.result, played.finals
     # the page shows the service's result: the bot's own final view agrees, and so does the record
     assert final["status"] == "finished" and final["reason"] == "points"
-    assert result["scores"] == final["points"] and sum(final["points"]) == 300
-    assert result["result"].startswith(f"{['Ana', 'Bot'][final['winner']]} wins on points")
+    assert result["scores"] == final["points"] and sum(final["points"]) == total
+    names = ["Ana", "Bot"]
+    assert result["result"].startswith(f"{names[final['winner']]} wins on points — Ana {final['points'][0]}, Bot")
     outcome = replay(played.record).to_json()
     assert (outcome["winner"], outcome["points"]) == (final["winner"], final["points"])
     page_moves = sum(1 for e in played.record["events"] if e["seat"] == 0)
     assert page_moves == result["moves"] - len(result["refusals"]) > 0
     assert result["clockTicked"], "the running clock counted down on the page"
-    # the auction screen was played through the page: what it clicked is in the record as the page's own
-    clicked = [e["do"] for e in played.record["events"] if e["seat"] == 0 and e["do"] in AUCTION]
-    assert clicked, "the page answered no lead auction"
-    assert len(clicked) <= len(result["auction"]) and set(clicked) <= set(result["auction"])
+    assert_sb_summaries(played)
     assert_page_received_its_views(service, played, sb_hidden, sb_own)
 
 
-def test_a_browser_plays_501_against_two_bots_declaring_and_giving(service: LiveService) -> None:
-    played = browser_match(service, "501", "connect", f"limit={LIMIT_S}")
+@pytest.mark.parametrize(("protocol", "mode"), [("connect", "points=100"), ("grpc-web", "points=60,phone")])
+def test_a_browser_plays_a_whole_spectacular_bid_match_by_touching_the_tiles(
+    service: LiveService, protocol: str, mode: str
+) -> None:
+    # After any domino the page has an auction to answer: it opens one when the bot holds the lead privilege,
+    # and the random bot (which bids or raises most of the time, unlike the greedy one) opens one when the
+    # page holds it.
+    played = browser_match(service, "spectacular-bid", protocol, mode, greedy=False)
+    assert_common(played, "web-sb" + ("-phone" if "phone" in mode else ""), {"result"})
+    assert_sb_match(played, service, 200 if "points=100" in mode else 120)
+    # the auction was played through the page: what it clicked is in the record as the page's own
+    clicked = [e["do"] for e in played.record["events"] if e["seat"] == 0 and e["do"] in AUCTION]
+    assert clicked, "the page answered no lead auction"
+    assert len(clicked) <= len(played.result["auction"]) and set(clicked) <= set(played.result["auction"])
+
+
+def test_a_whole_spectacular_bid_match_played_with_the_keyboard_only(service: LiveService) -> None:
+    played = browser_match(service, "spectacular-bid", "connect", "points=40,keys", greedy=False)
     result = played.result
-    assert_common(played, "web-501")
-    assert played.record["options"]["decision_limit_s"] == LIMIT_S
-    # the page counts the running decision down for whoever is to act (here: the page itself)
-    assert result["clockTicked"], "no running decision clock on the page"
-    first, then = result["countdown"]
-    assert LIMIT_S * 1000 >= first["ms"] > then["ms"] > 0, result["countdown"]
-    assert re.fullmatch(r"[01]:[0-5]\d\.\d ▶", first["text"]) and first["text"] != then["text"], result["countdown"]
+    assert_common(played, "web-sb-keys", {"result"})
+    assert result["keyed"] >= result["moves"] > 0, "every move was made with the keyboard"
+    assert_sb_match(played, service, 80)
+
+
+def assert_five_summaries(played: BrowserMatch, start: int) -> None:
+    """Each hand summary shows each player's points taken, the change and the score, as the replay does."""
+    outcome = replay(played.record).to_json()
+    hands = outcome["hands"]
+    summaries = played.result["summaries"]
+    assert summaries and len(summaries) <= len(hands)
+    assert int(summaries[-1]["hand"]) == len(hands), "the last hand is summed up with the result"
+    for shown in summaries:
+        n = int(shown["hand"])
+        hand = hands[n - 1]
+        after = [start + sum(h["deltas"][s] for h in hands[:n]) for s in range(len(hand["deltas"]))]
+        assert [(r["took"], r["delta"], r["after"]) for r in shown["rows"]] == list(
+            zip(hand["points"], hand["deltas"], after, strict=True)
+        ), (shown, hand)
+        made = "made" if hand["made"] else "failed"
+        expected = "passed" if hand["declarer"] is None else "abandoned" if hand["abandoned"] else made
+        assert shown["facts"][0]["fact"] == expected
+
+
+@pytest.mark.parametrize("mode", [f"limit={LIMIT_S},score=120", "phone,score=60"])
+def test_a_browser_plays_501_against_two_bots_declaring_step_by_step(service: LiveService, mode: str) -> None:
+    played = browser_match(service, "501", "connect", mode)
+    result = played.result
+    phone = "phone" in mode
+    assert_common(played, "web-501" + ("-phone" if phone else ""), {"result", "hand-summary"})
+    if not phone:
+        assert played.record["options"]["decision_limit_s"] == LIMIT_S
+        # the page counts the running decision down for whoever is to act (here: the page itself)
+        assert result["clockTicked"], "no running decision clock on the page"
+        first, then = result["countdown"]
+        assert LIMIT_S * 1000 >= first["ms"] > then["ms"] > 0, result["countdown"]
+        assert re.fullmatch(r"[01]:[0-5]\d", first["text"]) and first["text"] != then["text"], result["countdown"]
     assert len(played.finals) == 2 and all(f["phase"] == "over" for f in played.finals)
     outcome = replay(played.record).to_json()
     assert outcome["status"] == "finished" and result["scores"] == outcome["scores"] == played.finals[0]["scores"]
     names = ["Ana", "Bot", "Cat"]
-    assert result["result"].startswith(" and ".join(names[s] for s in outcome["winners"]))
-    # the page made a person's mistakes and was told why, and it won a bidding: declared trump and gave cards
+    winners = " and ".join(names[s] for s in outcome["winners"])
+    scores = ", ".join(f"{n} {s}" for n, s in zip(names, outcome["scores"], strict=True))
+    assert result["result"].startswith(winners) and result["result"].endswith(scores), result["result"]
+    # a person's mistake is explained; the page won a bidding and declared through the guided steps
     assert any("a bid is at least" in m or "higher than the standing" in m for m in result["mistakes"])
-    assert any("give a different card to each opponent (illegal_action)" in m for m in result["mistakes"])
     assert result["declared"] >= 1 and any(e["do"] == "declare" and e["seat"] == 0 for e in played.record["events"])
+    assert_five_summaries(played, 120 if "score=120" in mode else 60)
     assert_page_received_its_views(service, played, five_hidden, five_own)
 
 
 def test_a_shared_device_hands_over_between_turns_and_shows_no_hand_meanwhile(service: LiveService) -> None:
-    played = browser_match(service, "spectacular-bid", "connect", "shared")
+    played = browser_match(service, "spectacular-bid", "connect", "shared,points=30")
     result = played.result
-    assert_common(played, "web-sb-shared")
+    assert_common(played, "web-sb-shared", {"result"})
     assert played.finals == [], "both seats are played on the page"
     assert played.record["options"].get("shared_device") is True
     assert result["handovers"] > 1 and result["handsOnHandover"] == 0

@@ -208,3 +208,46 @@ def require_browser_tools() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return WEB
+
+
+# --- what a summary on the page must say: the match's record, replayed ---------------------------
+
+
+def replayed_rounds(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Spectacular Bid: each round of a record replayed through the rules engine (as `tablehall replay`
+    does), as the page's summary shows it: how it ended, the auction, a block's two hand totals and the
+    points after it."""
+    from workers.games.records import Match, _read, replay
+    from workers.games.spectacular_bid.state import Phase
+    from workers.games.spectacular_bid.tiles import round_to_five
+
+    recorded = _read(record)
+    game, commands = recorded.game, recorded.commands
+    match = Match.start(game, recorded.players, recorded.options, recorded.lot)
+    pending = iter(recorded.deals)
+    rounds: list[dict[str, Any]] = []
+
+    def settle(match: Match) -> Match:
+        state = match.state
+        ended = [*state.past, *([state.round] if state.phase is Phase.OVER and state.round is not None else [])]
+        while len(rounds) < len(ended):
+            r = ended[len(rounds)]
+            entry: dict[str, Any] = {**r.summary(), "points_after": list(state.points)}
+            if r.end == "block":
+                sums = [sum(t.pips for t in hand) for hand in r.hands]
+                to = None if sums[0] == sums[1] else int(sums[1] < sums[0])
+                entry["block"] = {"sums": sums, "to": to, "owed": 0 if to is None else round_to_five(sums[1 - to])}
+            rounds.append(entry)
+        while game.needs_deal(match.state):
+            match, _ = match.deal(next(pending), match.now)
+        return match
+
+    match = settle(match)
+    for command in commands:
+        match, _ = match.advance(command.t)
+        match = settle(match)
+        match, _ = match.apply(command.seat, command.action, command.t)
+        match = settle(match)
+    outcome = replay(record).to_json()
+    assert [{k: v for k, v in r.items() if k not in ("points_after", "block")} for r in rounds] == outcome["rounds"]
+    return rounds

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -85,7 +86,18 @@ class Published:
         )
         if seq == 0:
             update.starts_unix_ms = self.entry.created_unix_ms
+        # the service's clock reading (matches.proto Update.match_time_ms): match time as the actor times
+        # moves (never behind the match's own time), negative while a scheduled match waits for its start;
+        # none once the match is over (no clock runs: every read of an ended match is the same bytes)
+        if not self.match.over:
+            elapsed = self.wall_ms() - self.entry.created_unix_ms
+            update.match_time_ms = elapsed if seq == 0 == self.seq else max(self.match.now, elapsed)
         return update
+
+    def wall_ms(self) -> int:
+        """Unix ms from the clock that times the match's moves (its host's: MatchActor.hosting), else the wall's."""
+        hosting = getattr(self, "hosting", None)
+        return int(hosting.clock()) if hosting is not None else time.time_ns() // 1_000_000
 
     async def watch(self, token_sha256: bytes, after_seq: int) -> AsyncIterator[matches_pb2.Update]:
         """The caller's view after every change past `after_seq`; ends after the match ends."""

@@ -2,9 +2,9 @@
 // act, and on a shared device hand over between turns. Tokens stay in this tab (sessionStorage) and in
 // invitation links (the URL fragment, never sent to a server).
 import "./style.css";
-import { act, errorCode, explain, getView, matches, protocol, watch, type Act, type View } from "./api";
+import { act, errorCode, explain, getView, matches, watch, type Act, type View } from "./api";
 import { MatchTime } from "./clock";
-import { h, seatName, type Send } from "./dom";
+import { h, newUi, seatName, type Send } from "./dom";
 import { paintFiveClocks, renderFive } from "./five";
 import { paintClocks as paintSBClocks, renderSB } from "./sb";
 import { Code } from "@connectrpc/connect";
@@ -143,6 +143,7 @@ class Game {
   aborter = new AbortController();
   ticker = 0;
   board = h("div", { class: "board" });
+  ui = newUi();
 
   constructor(readonly table: Table) {}
 
@@ -174,12 +175,20 @@ class Game {
       }
     });
     const seats = Object.keys(this.table.tokens).map(Number);
-    const who = this.table.shared ? "shared device" : seats.length ? `you are ${seatName(this.table.names, seats[0])}` : "watching";
+    const who = this.table.shared ? "one shared device" : seats.length ? `you play ${seatName(this.table.names, seats[0])}` : "watching";
+    const sound = h("button", { class: "sound", "aria-pressed": String(localStorage.getItem("tablehall:sound") === "on"), title: "a beep each second when your time is low" }, "Low-time sound");
+    sound.addEventListener("click", () => {
+      const on = localStorage.getItem("tablehall:sound") !== "on";
+      localStorage.setItem("tablehall:sound", on ? "on" : "off");
+      sound.setAttribute("aria-pressed", String(on));
+    });
     return h(
       "header",
       { class: "table-head" },
-      h("span", {}, `Match `, h("code", { "data-match": this.table.matchId }, this.table.matchId), ` · ${who} · ${protocol}`),
-      h("span", { class: "link", id: "connection" }, ""),
+      h("span", { class: "who" }, this.table.names.join(" · "), ` — ${who}`),
+      h("code", { "data-match": this.table.matchId, title: "match id" }, this.table.matchId),
+      h("span", { class: "link", id: "connection", role: "status" }, ""),
+      sound,
       h("button", { class: "leave", onclick: () => lobby() }, "Leave"),
       rules,
     );
@@ -190,14 +199,14 @@ class Game {
     const names = encodeURIComponent(this.table.names.join(","));
     return h(
       "details",
-      { class: "invites", open: true },
+      { class: "invites", open: true, id: "invites" },
       h("summary", {}, "Invite the other players (each token is shown once: keep it secret)"),
       this.table.invites.map((s) => {
         const link = `${location.origin}${location.pathname}#match=${this.table.matchId}&token=${s.token}&names=${names}`;
         return h(
           "p",
           { "data-invite-seat": s.seat, "data-token": s.token },
-          `${s.player} (seat ${s.seat}): `,
+          `${s.player}: `,
           h("a", { href: link, target: "_blank" }, "join link"),
           " · or let a bot play it: ",
           h("code", {}, `tablehall bot --match ${this.table.matchId} --token ${s.token}`),
@@ -218,7 +227,7 @@ class Game {
         this.connection("live");
         for await (const update of watch(this.table.matchId, this.feedToken, this.seq, this.aborter.signal)) {
           failures = 0;
-          this.see(update.seq, JSON.parse(update.viewJson));
+          this.see(update.seq, JSON.parse(update.viewJson), Number(update.matchTimeMs));
           if (update.over) {
             this.connection("match over");
             return;
@@ -240,12 +249,29 @@ class Game {
     }
   }
 
-  see(seq: bigint, view: View): void {
+  see(seq: bigint, view: View, reading?: number): void {
     if (seq < this.seq) return;
+    if (seq > this.seq) this.ui.previous = this.view;
     this.seq = seq;
     this.view = view;
-    this.clock.observe(view);
+    this.clock.observe(view, reading);
+    this.foldInvites(view);
     void this.render();
+  }
+
+  /** The invitations fold once every seat is taken: each other seat has acted (pressed Continue, called). */
+  foldInvites(view: View): void {
+    const panel = document.getElementById("invites") as HTMLDetailsElement | null;
+    if (!panel || !panel.open || panel.dataset.folded) return;
+    const others = this.table.invites.map((i) => i.seat);
+    const acted = (seat: number) =>
+      view.game === "501"
+        ? (view.calls ?? []).some((c: View) => c.seat === seat) || (view.hands ?? []).length > 0 || view.phase === "tricks" || view.phase === "contract"
+        : (view.ready ?? []).includes(seat) || view.phase !== "ready" || view.round > 1;
+    if (others.every(acted)) {
+      panel.open = false;
+      panel.dataset.folded = "1";
+    }
   }
 
   sender(seat: number): Send {
@@ -273,13 +299,15 @@ class Game {
   }
 
   draw(view: View, send: Send, showHand: boolean, extra: (HTMLElement | null)[] = []): void {
-    const names = this.table.names;
-    const body = view.game === "501" ? renderFive(view, names, send, showHand) : renderSB(view, names, send, showHand);
+    const focused = document.activeElement?.getAttribute("data-key") ?? null;
+    const ctx = { names: this.table.names, send, showHand, ui: this.ui, redraw: () => this.draw(view, send, showHand, extra), width: this.board.clientWidth || window.innerWidth };
+    const body = view.game === "501" ? renderFive(view, ctx) : renderSB(view, ctx);
     body.dataset.seq = String(this.seq);
     this.board.replaceChildren(...extra.filter((e): e is HTMLElement => e !== null), body);
     this.board.dataset.seq = String(this.seq);
     this.board.dataset.phase = view.phase;
     paintClocks(this.board, view, this.clock.now());
+    if (focused) this.board.querySelector<HTMLElement>(`[data-key="${focused}"]`)?.focus();
   }
 
   async render(): Promise<void> {
@@ -343,6 +371,30 @@ class Game {
     }
   }
 }
+
+// --- one view drawn with no service: the reference screenshots (tests/test_web_screens.py) --------
+
+/** Draws `view` as the seat it belongs to would see it, talking to no service: taps only collect the
+ * actions they would send (`window.tablehallSent`). `previous` is the view before it (the newest tile). */
+function showStatic(view: View, names: string[], previous: View | null = null): void {
+  current?.close();
+  current = null;
+  const board = h("div", { class: "board" });
+  const ui = newUi();
+  ui.previous = previous;
+  const sent: Act[] = [];
+  Object.assign(window, { tablehallSent: sent });
+  const draw = (): void => {
+    const ctx = { names, send: (a: Act) => void sent.push(a), showHand: view.seat !== null, ui, redraw: draw, width: board.clientWidth || window.innerWidth };
+    board.replaceChildren(view.game === "501" ? renderFive(view, ctx) : renderSB(view, ctx));
+    board.dataset.phase = view.phase;
+    paintClocks(board, view, null);
+  };
+  app.replaceChildren(board);
+  draw();
+}
+
+Object.assign(window, { tablehallShow: showStatic });
 
 // --- start: a link to a match (#match=…&token=…), this tab's table, or the lobby -----------------
 

@@ -9,8 +9,8 @@ from workers.games.spectacular_bid.actions import Action, Play
 from workers.games.spectacular_bid.layout import Layout
 from workers.games.spectacular_bid.options import NAME
 from workers.games.spectacular_bid.rules import legal_actions, next_deadline
-from workers.games.spectacular_bid.state import Phase, State
-from workers.games.spectacular_bid.tiles import End, lead_rank
+from workers.games.spectacular_bid.state import Phase, Round, State
+from workers.games.spectacular_bid.tiles import End, lead_rank, round_to_five
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +71,8 @@ class MatchView:
     counts: tuple[int | None, ...]
     """For each legal action, the count of the ends after it if it is a play (what it would score)."""
     past_rounds: tuple[dict[str, JSON], ...]
+    final_round: dict[str, JSON] | None = None
+    """Once the match is over: the round it ended in, summed up as the past ones (None before)."""
 
     def to_json(self) -> dict[str, JSON]:
         return {
@@ -101,6 +103,7 @@ class MatchView:
             "legal": list(self.legal),
             "counts": list(self.counts),
             "past_rounds": list(self.past_rounds),
+            "final_round": self.final_round,
         }
 
 
@@ -150,8 +153,25 @@ def view(state: State, seat: Seat | None) -> MatchView:
         void_reason=state.void_reason,
         legal=tuple(a.to_json() for a in legal),
         counts=tuple(_count_after(layout, a) for a in legal),
-        past_rounds=tuple(r.summary() for r in state.past),
+        past_rounds=tuple(_summary(r, state.points, False) for r in state.past),
+        final_round=_summary(state.round, state.points, True)
+        if state.phase is Phase.OVER and state.round is not None
+        else None,
     )
+
+
+def _summary(round: Round, points: tuple[int, int], final: bool) -> dict[str, JSON]:
+    """A round as the record outcome sums it up, and for a block (SB-8) what decided the payment: both hand
+    totals (public at the table once the round is blocked; never a tile) and who received how much."""
+    out = round.summary()
+    if round.end == "block":
+        sums = [sum(t.pips for t in hand) for hand in round.hands]
+        to = None if sums[0] == sums[1] else (Seat(0) if sums[0] < sums[1] else Seat(1))
+        owed = 0 if to is None else round_to_five(sums[1 - to])
+        # SB-1: nobody pays more than they hold; a payer who ran out paid what was left (the match's end)
+        short = final and to is not None and points[1 - to] == 0
+        out["block"] = {"sums": sums, "to": to, "owed": owed, "short": short}
+    return out
 
 
 def _count_after(layout: Layout, action: Action) -> int | None:
