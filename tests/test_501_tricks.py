@@ -131,3 +131,13 @@ def test_marriage_never_changes_trump() -> None:
     assert state.hand.done[3].winner == 2
     assert GAME.view(state, None).to_json()["trump"] == "S"
     assert GAME.view(state, Seat(0)).to_json()["marriages"] == [{"seat": 0, "suit": "H", "value": 20}]
+
+
+def test_plays_are_listed_in_deck_order_whatever_the_set_order() -> None:
+    """A hand is a set; its plays (a view's `legal`, a seeded bot's choice) come in the deck's order, so the
+    same match lists them alike in every process (a set of cards hashed by identity does not)."""
+    state = position({0: "9S QS AH TD KC JH QH 9C", 1: "AS", 2: "KD"})
+    assert isinstance(state.hand, Tricks)
+    plays = GAME.legal_actions(state, Seat(0))
+    order = [play.card.index for play in plays if not play.marriage]
+    assert order == sorted(order) and len(order) == 8

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from types import MappingProxyType
 
 from workers.games.engine import Event, Seat
@@ -73,7 +74,7 @@ def play(table: Table, hand: Tricks, seat: Seat, action: Play) -> tuple[Tricks |
 
 def playable(hand: Tricks, seat: Seat) -> Sequence[Play]:
     """The legal plays of `seat` (its turn or not): F-6 following, and F-7 announcements when leading."""
-    mine = hand.hands[seat]
+    mine = sorted(hand.hands[seat], key=_DECK_ORDER)  # a set's order would differ from process to process
     trick = hand.trick
     if not trick:
         plays = [_PLAIN[c] for c in mine]
@@ -86,6 +87,9 @@ def playable(hand: Tricks, seat: Seat) -> Sequence[Play]:
     trump = hand.terms.trump
     trumps = [_PLAIN[c] for c in mine if c.suit is trump]
     return trumps or [_PLAIN[c] for c in mine]
+
+
+_DECK_ORDER = attrgetter("index")
 
 
 def _holds(cards: frozenset[Card], suit: Suit) -> bool:
