@@ -183,7 +183,10 @@ def test_each_role_serves_its_own_metrics(tmp_path: Path) -> None:
     assert sorted(finished) == [0, 1]
     owner = scrapes[finished.index(1)]
     assert (value(owner, "tablehall_gateway_worker_hop_seconds_count") or 0) >= 2  # the hop, at the worker
-    assert (value(owner, "tablehall_command_duration_seconds_count", game=SB, action="ready") or 0) >= 2
+    # each command counted at the worker that ran it; the match's partition may move once while the second
+    # worker joins the lease table, so its two `ready`s may be counted one in each worker
+    ready = [value(found, "tablehall_command_duration_seconds_count", game=SB, action="ready") for found in scrapes]
+    assert sum(count or 0 for count in ready) >= 2
     assert (value(gateway, "tablehall_commands_rejected_total", code="illegal_action") or 0) >= 1
     assert value(gateway, "tablehall_command_duration_seconds_count", game=SB, action="ready") is None
 
