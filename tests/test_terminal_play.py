@@ -156,6 +156,10 @@ def sb_rounds(record: dict[str, Any]) -> list[RoundEnd]:
         match = step(match)
         match, _ = match.apply(command.seat, command.action, command.t)
         match = step(match)
+    final = match.state.round  # the round that ended the match stays on the table, not in `past`
+    if game.is_over(match.state) and final is not None:
+        sums = tuple(sum(t.pips for t in hand) for hand in final.hands) if final.end == "block" else None
+        ends.append(RoundEnd(match.state.points, final.end, sums))  # type: ignore[arg-type]
     return ends
 
 
@@ -225,7 +229,7 @@ def test_a_whole_spectacular_bid_match_with_its_summaries_and_a_ticking_clock() 
     assert re.search(r"^Match over: (You|Bot) won by \w+ \(You \d+, Bot \d+\)$", text, re.M), text[-2000:]
     told = check_sb_summaries(text, record, ["You", "Bot"])
     rounds = len(record_outcome(record)["rounds"])
-    assert told == rounds - 1  # every round but the one that ended the match (its result says how)
+    assert told == rounds  # every round, the one that ended the match included (the view's final_round)
     assert not re.search(r"\b1 tiles|You bids|You takes|You plays", text)
 
 
