@@ -22,7 +22,7 @@ from pexpect.fdpexpect import fdspawn
 from tablehall.bots import run_bot
 from tablehall.client import Client
 from tests.test_bots import serve
-from workers.games.records import Match, _read
+from tests.web_support import replayed_rounds
 
 MOVES = re.compile(r"\x1b\[\d*[AK]")
 """Cursor up and erase line: the live status region being redrawn; a line break in the transcript."""
@@ -135,32 +135,12 @@ class RoundEnd:
 
 
 def sb_rounds(record: dict[str, Any]) -> list[RoundEnd]:
-    """Each ended round of a Spectacular Bid record: the points after it, how it ended, a block's hand sums."""
-    recorded = _read(record)
-    game, commands = recorded.game, recorded.commands
-    match = Match.start(game, recorded.players, recorded.options, recorded.lot)
-    pending = iter(recorded.deals)
-    ends: list[RoundEnd] = []
-
-    def step(match: Match) -> Match:
-        while game.needs_deal(match.state) and (deal := next(pending, None)) is not None:
-            match, _ = match.deal(deal, match.now)
-        for past in match.state.past[len(ends) :]:
-            sums = tuple(sum(t.pips for t in hand) for hand in past.hands) if past.end == "block" else None
-            ends.append(RoundEnd(match.state.points, past.end, sums))  # type: ignore[arg-type]
-        return match
-
-    match = step(match)
-    for command in commands:
-        match, _ = match.advance(command.t)
-        match = step(match)
-        match, _ = match.apply(command.seat, command.action, command.t)
-        match = step(match)
-    final = match.state.round  # the round that ended the match stays on the table, not in `past`
-    if game.is_over(match.state) and final is not None:
-        sums = tuple(sum(t.pips for t in hand) for hand in final.hands) if final.end == "block" else None
-        ends.append(RoundEnd(match.state.points, final.end, sums))  # type: ignore[arg-type]
-    return ends
+    """Each round of a Spectacular Bid record, the one that ended the match included: the points after it,
+    how it ended, a block's hand sums (the page's tests replay records the same way)."""
+    return [
+        RoundEnd(tuple(r["points_after"]), r["end"], tuple(r["block"]["sums"]) if "block" in r else None)  # type: ignore[arg-type]
+        for r in replayed_rounds(record)
+    ]
 
 
 def summaries(text: str, word: str = "Round") -> list[str]:
