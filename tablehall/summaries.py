@@ -71,6 +71,8 @@ class Narrator:
             self._sb_moves(before, view, told)
         if len(view.get("past_rounds", [])) > len(before.get("past_rounds", [])):
             told.summary += self.round_summary(before, view)
+        elif view.get("final_round") and not before.get("final_round"):
+            told.summary += self.round_summary(before, view, final=True)  # the round that ended the match
 
     def _sb_moves(self, before: View, view: View, told: Told) -> None:
         mover = before.get("turn")
@@ -112,9 +114,9 @@ class Narrator:
             line += f" (the jockey's 15 off {bid})"
         return line + f" ({self.points(view)})"
 
-    def round_summary(self, before: View, view: View) -> list[str]:
-        past = view["past_rounds"][-1]
-        number = len(view["past_rounds"])
+    def round_summary(self, before: View, view: View, final: bool = False) -> list[str]:
+        past = view["final_round"] if final else view["past_rounds"][-1]
+        number = len(view["past_rounds"]) + (1 if final else 0)
         out = [f"Round {number} over — {self._how(past, view)}"]
         if past["end"] == "block":
             out += self._block(before, view)

@@ -22,7 +22,7 @@ from pexpect.fdpexpect import fdspawn
 from tablehall.bots import run_bot
 from tablehall.client import Client
 from tests.test_bots import serve
-from workers.games.records import Match, _read
+from tests.web_support import replayed_rounds
 
 MOVES = re.compile(r"\x1b\[\d*[AK]")
 """Cursor up and erase line: the live status region being redrawn; a line break in the transcript."""
@@ -135,28 +135,12 @@ class RoundEnd:
 
 
 def sb_rounds(record: dict[str, Any]) -> list[RoundEnd]:
-    """Each ended round of a Spectacular Bid record: the points after it, how it ended, a block's hand sums."""
-    recorded = _read(record)
-    game, commands = recorded.game, recorded.commands
-    match = Match.start(game, recorded.players, recorded.options, recorded.lot)
-    pending = iter(recorded.deals)
-    ends: list[RoundEnd] = []
-
-    def step(match: Match) -> Match:
-        while game.needs_deal(match.state) and (deal := next(pending, None)) is not None:
-            match, _ = match.deal(deal, match.now)
-        for past in match.state.past[len(ends) :]:
-            sums = tuple(sum(t.pips for t in hand) for hand in past.hands) if past.end == "block" else None
-            ends.append(RoundEnd(match.state.points, past.end, sums))  # type: ignore[arg-type]
-        return match
-
-    match = step(match)
-    for command in commands:
-        match, _ = match.advance(command.t)
-        match = step(match)
-        match, _ = match.apply(command.seat, command.action, command.t)
-        match = step(match)
-    return ends
+    """Each round of a Spectacular Bid record, the one that ended the match included: the points after it,
+    how it ended, a block's hand sums (the page's tests replay records the same way)."""
+    return [
+        RoundEnd(tuple(r["points_after"]), r["end"], tuple(r["block"]["sums"]) if "block" in r else None)  # type: ignore[arg-type]
+        for r in replayed_rounds(record)
+    ]
 
 
 def summaries(text: str, word: str = "Round") -> list[str]:
@@ -225,7 +209,7 @@ def test_a_whole_spectacular_bid_match_with_its_summaries_and_a_ticking_clock() 
     assert re.search(r"^Match over: (You|Bot) won by \w+ \(You \d+, Bot \d+\)$", text, re.M), text[-2000:]
     told = check_sb_summaries(text, record, ["You", "Bot"])
     rounds = len(record_outcome(record)["rounds"])
-    assert told == rounds - 1  # every round but the one that ended the match (its result says how)
+    assert told == rounds  # every round, the one that ended the match included (the view's final_round)
     assert not re.search(r"\b1 tiles|You bids|You takes|You plays", text)
 
 
