@@ -10,14 +10,14 @@
 // raises once, then accepts), so that the auction is played through the page.
 //
 //   node e2e/play.mjs URL OUT_DIR GAME [connect|grpc-web] [MODE,...]
-//     GAME: spectacular-bid or 501; MODE: shared | limit=SECONDS | phone | keys | points=N
+//     GAME: spectacular-bid or 501; MODE: shared | limit=SECONDS | phone | keys | points=N | bank=SECONDS
 import { chromium } from "playwright-core";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const [url, out, game = "spectacular-bid", protocol = "connect", modes = ""] = process.argv.slice(2);
 if (!url || !out) {
-  console.error("usage: node e2e/play.mjs URL OUT_DIR [spectacular-bid|501] [connect|grpc-web] [shared,limit=S,phone,keys,points=N]");
+  console.error("usage: node e2e/play.mjs URL OUT_DIR [spectacular-bid|501] [connect|grpc-web] [shared,limit=S,phone,keys,points=N,bank=S]");
   process.exit(2);
 }
 const mode = Object.fromEntries(modes.split(",").filter(Boolean).map((m) => (m.includes("=") ? m.split("=") : [m, true])));
@@ -331,6 +331,7 @@ try {
   await page.fill("#create input[name=name]", "Ana");
   await page.fill("#create input[name=others]", sb ? "Bot" : "Bot, Cat");
   if (sb && mode.points) await page.fill("#create input[name=points]", String(mode.points));
+  if (sb && mode.bank) await page.fill("#create input[name=bank]", String(mode.bank));
   if (!sb) await page.fill("#create input[name=score]", String(mode.score ?? 120));
   if (mode.limit) await page.fill("#create input[name=limit]", String(mode.limit));
   if (shared) await page.check("#create input[name=shared]");
