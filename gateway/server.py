@@ -26,10 +26,13 @@ from gateway.bounds import TRANSPORT_MAX_BYTES, Unreadable, limit_of, read
 from gateway.guard import Guard
 from gateway.limits import Budgets, LimitSettings
 from gateway.service import MatchesService
+from gateway.spectators import Spectators
 from gateway.tls import ServerTls
+from gateway.tournaments.delays import TournamentDelays
 from gateway.tournaments.service import TournamentsService
 from gateway.workers import Router
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2
+from workers.actor import unix_ms
 from workers.edge import abort, quiet_dropped_clients
 
 log = logging.getLogger("tablehall.gateway")
@@ -58,14 +61,21 @@ class Gateway:
             await self.health_server.stop(0)
 
 
-def public_servicers(router: Router, budgets: Budgets | None = None) -> dict[str, Any]:
+def public_servicers(
+    router: Router,
+    budgets: Budgets | None = None,
+    clock: Callable[[], int] = unix_ms,
+    spectators: Spectators | None = None,
+) -> dict[str, Any]:
     """The public services by full name, one servicer each: the gRPC server and the HTTP door for browsers
     (gateway/web.py) serve the same instances, behind the same per-client limits (gateway/guard.py;
-    `budgets` None: the settings of the environment)."""
+    `budgets` None: the settings of the environment). `clock`: the service's (tests inject one); spectators
+    of tournament tables see them as late as their tournament says (gateway/spectators.py)."""
     guard = Guard(budgets if budgets is not None else Budgets(LimitSettings.from_env()))
+    spectators = spectators if spectators is not None else Spectators(clock, TournamentDelays())
     return {
-        MATCHES: guard.guarded(MatchesService(router), MATCHES),
-        TOURNAMENTS: guard.guarded(TournamentsService(router), TOURNAMENTS),
+        MATCHES: guard.guarded(MatchesService(router, spectators), MATCHES),
+        TOURNAMENTS: guard.guarded(TournamentsService(router, clock=clock), TOURNAMENTS),
     }
 
 

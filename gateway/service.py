@@ -16,9 +16,11 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 
 from gateway.rulebook import rules_for
+from gateway.spectators import Spectators, live
 from gateway.workers import Router, WorkerClient
 from protos.tablehall.v1 import host_pb2, matches_pb2, matches_pb2_grpc
 from workers import metrics
+from workers.actor import unix_ms
 from workers.edge import edge, edge_stream, refusal
 from workers.errors import NotFinished, Unauthenticated, status_of
 from workers.games.catalog import game_named, unknown_game
@@ -85,8 +87,26 @@ async def answer(owner: WorkerClient, command: host_pb2.HostCommandRequest, ref:
 
 
 class MatchesService(matches_pb2_grpc.MatchesServicer):
-    def __init__(self, router: Router) -> None:
+    def __init__(self, router: Router, spectators: Spectators | None = None) -> None:
         self.router = router
+        self.spectators = spectators if spectators is not None else Spectators(unix_ms, live)
+        """Spectators of delayed tables (gateway/spectators.py); seats never go through it."""
+
+    async def updates(self, match_id: str, token: bytes, after_seq: int) -> AsyncIterator[matches_pb2.Update]:
+        """What Watch sends: a seat's updates at once; a spectator's once the table's delay allows."""
+        if not token:
+            delayed = await self.spectators.table(match_id, lambda: self._spectating(match_id))
+            if delayed is not None:
+                async for update in delayed.updates(after_seq):
+                    yield update
+                return
+        watch = host_pb2.HostWatchRequest(match_id=match_id, token_sha256=token, after_seq=after_seq)
+        async for update in self.router.owner(match_id).watch(watch):
+            yield update
+
+    def _spectating(self, match_id: str) -> AsyncIterator[matches_pb2.Update]:
+        """A spectator's every update of the match from the first (what a delayed table's buffer holds)."""
+        return self.router.owner(match_id).watch(host_pb2.HostWatchRequest(match_id=match_id, after_seq=0))
 
     @edge
     async def CreateMatch(
@@ -129,12 +149,8 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 
     @edge_stream
     async def Watch(self, request: matches_pb2.WatchRequest, context: Context) -> AsyncIterator[matches_pb2.Update]:
-        watch = host_pb2.HostWatchRequest(
-            match_id=checked_id(request.match_id),
-            token_sha256=bearer(context, required=False),
-            after_seq=request.after_seq,
-        )
-        async for update in self.router.owner(request.match_id).watch(watch):
+        token = bearer(context, required=False)
+        async for update in self.updates(checked_id(request.match_id), token, request.after_seq):
             yield update
 
     @edge_stream
@@ -156,8 +172,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 
         async def updates() -> None:
             try:
-                watch = host_pb2.HostWatchRequest(match_id=match_id, token_sha256=token, after_seq=first.after_seq)
-                async for update in owner.watch(watch):
+                async for update in self.updates(match_id, token, first.after_seq):
                     await events.put(matches_pb2.PlayEvent(update=update))
                 await events.put(None)
             except Exception as error:
@@ -205,10 +220,13 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 
     @edge
     async def GetView(self, request: matches_pb2.GetViewRequest, context: Context) -> matches_pb2.Update:
-        view = host_pb2.HostViewRequest(
-            match_id=checked_id(request.match_id), token_sha256=bearer(context, required=False)
-        )
-        return await self.router.owner(request.match_id).view(view)
+        match_id, token = checked_id(request.match_id), bearer(context, required=False)
+        if not token:
+            delayed = await self.spectators.table(match_id, lambda: self._spectating(match_id))
+            if delayed is not None:
+                return delayed.view()
+        view = host_pb2.HostViewRequest(match_id=match_id, token_sha256=token)
+        return await self.router.owner(match_id).view(view)
 
     @edge
     async def GetRules(self, request: matches_pb2.GetRulesRequest, context: Context) -> matches_pb2.Rules:

@@ -43,7 +43,7 @@ def tables(url: str) -> set[str]:
 def assert_at_head(url: str) -> None:
     engine = make_engine(url)
     try:
-        assert current(engine) == head() == "0004_leases"
+        assert current(engine) == head() == "0005_spectator_delay"
         with engine.connect() as conn:
             # The migrations build exactly what the models describe (types, indexes, constraints).
             assert compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), metadata) == []

@@ -82,6 +82,13 @@ class RateLimited(ServiceError):
     status = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
+class SpectatorDelay(ServiceError):
+    """A spectator's view of a delayed tournament table asked before any of its changes is old enough to show."""
+
+    code = "spectator_delay"
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+
 ERRORS: dict[str, type[ServiceError] | type[RulesError]] = {
     kind.code: kind
     for kind in (
