@@ -139,7 +139,7 @@ function controls(id: string, key: string): HTMLElement {
   };
   return h(
     "section",
-    { class: "controls" },
+    { class: "t-controls" },
     h("h3", {}, "Organizer"),
     h("button", { class: "primary", "data-do": "next-round", onclick: next }, "Start the next round"),
     " ",
