@@ -4,7 +4,8 @@
 // public page, follows the link of the live table and watches it to its end (every state the page showed,
 // with the browser's clock when it showed it: `SHOWN {...}`), the organizer starts round 2 from the
 // public page (`ROUND {...}`) and exports the records as a download (`EXPORTED {...}`), and each player's
-// own page shows their next table with the button that takes them there (`PLAYER {...}`).
+// own page, open from before round 2, showed their round-2 table with the button that takes them there, or
+// their bye, and then the end (`PLAYER {...}`).
 //
 //   node e2e/tournament.mjs URL OUT_DIR ORGANIZER_KEY
 import { chromium } from "playwright-core";
@@ -65,6 +66,27 @@ try {
   await spectator.screenshot({ path: join(out, "spectator-end.png"), fullPage: true });
   say("SHOWN", { match, shown: await spectator.evaluate(() => window.tablehallShown) });
 
+  // each player's own page, open before round 2: every assignment it shows is kept (pushed, never polled)
+  const pages = {};
+  for (const [name, token] of Object.entries(tokens)) {
+    const page = await (await browser.newContext()).newPage();
+    await page.addInitScript(() => {
+      const seen = [];
+      Object.assign(window, { tablehallAssignments: seen });
+      new MutationObserver(() => {
+        const el = document.querySelector("[data-assignment]");
+        const go = document.querySelector("[data-go]");
+        const round = Number(document.querySelector("h2[data-round]")?.getAttribute("data-round") ?? 0);
+        const shown = { status: el?.getAttribute("data-assignment"), round, go: go?.getAttribute("data-go") ?? null, href: go?.getAttribute("href") ?? null };
+        const last = seen[seen.length - 1];
+        if (el && JSON.stringify(last) !== JSON.stringify(shown)) seen.push(shown);
+      }).observe(document, { childList: true, subtree: true });
+    });
+    await page.goto(`${url}#/t/${tournament}/me?token=${token}`);
+    await page.waitForSelector("[data-assignment]", { timeout: WAIT_MS });
+    pages[name] = page;
+  }
+
   // the organizer starts round 2 from the public page, then exports the records
   await organizer.goto(`${url}#/t/${tournament}`);
   await organizer.waitForSelector('[data-round="1"][data-round-status="ended"]', { timeout: WAIT_MS });
@@ -79,15 +101,12 @@ try {
   await (await download).saveAs(file);
   say("EXPORTED", { records: JSON.parse(readFileSync(file, "utf8")).records.length });
 
-  // each player's own page: their table of round 2 (or their bye), pushed
+  // every player's page followed the tournament to its end
   const players = {};
-  for (const [name, token] of Object.entries(tokens)) {
-    const page = await (await browser.newContext()).newPage();
-    await page.goto(`${url}#/t/${tournament}/me?token=${token}`);
-    const shown = await page.waitForSelector('[data-assignment="table"], [data-assignment="bye"]', { timeout: WAIT_MS });
-    const go = await page.$("[data-go]");
-    players[name] = { status: await shown.getAttribute("data-assignment"), go: go ? await go.getAttribute("data-go") : null, href: go ? await go.getAttribute("href") : null, address: page.url() };
-    if (go) await page.screenshot({ path: join(out, `player-${name}.png`), fullPage: true });
+  for (const [name, page] of Object.entries(pages)) {
+    await page.waitForSelector('[data-assignment="finished"]', { timeout: WAIT_MS });
+    await page.screenshot({ path: join(out, `player-${name}.png`), fullPage: true });
+    players[name] = { address: page.url(), seen: await page.evaluate(() => window.tablehallAssignments) };
   }
   say("PLAYER", players);
 } catch (error) {

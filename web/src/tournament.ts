@@ -230,7 +230,7 @@ async function playerPage(app: HTMLElement, id: string, given: string | null, si
 }
 
 function drawAssignment(id: string, a: Assignment): HTMLElement[] {
-  const head = h("h2", {}, `${a.player} — round ${a.round}`);
+  const head = h("h2", { "data-round": a.round }, `${a.player} — round ${a.round}`);
   const back = h("p", {}, h("a", { href: `#/t/${id}` }, "The tournament's page"));
   switch (a.status) {
     case "table": {
