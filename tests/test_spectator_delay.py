@@ -78,7 +78,20 @@ def test_no_spectator_message_is_younger_than_the_delay(tmp_path: Path) -> None:
             async for update in stub.Watch(matches_pb2.WatchRequest(match_id=match_id)):
                 seen.append((clock.now, update))
 
+        played: list[tuple[int, matches_pb2.Update]] = []
+
+        async def spectate_on_play() -> None:
+            """A Play session without a token: a spectator too, delayed the same."""
+            call = stub.Play()
+            await call.write(matches_pb2.PlayRequest(match_id=match_id))
+            async for event in call:
+                if event.HasField("update"):
+                    played.append((clock.now, event.update))
+                    if event.update.over:
+                        await call.done_writing()
+
         watcher = asyncio.create_task(spectate())
+        player = asyncio.create_task(spectate_on_play())
 
         def allowed(now: int) -> int:
             """The newest seq a spectator may see at `now`."""
@@ -123,12 +136,13 @@ def test_no_spectator_message_is_younger_than_the_delay(tmp_path: Path) -> None:
         for at in range(ended_at - 4 * STEP_MS, ended_at + 2 * DELAY_MS, 500):
             await tick(max(at, clock.now))
             if at < ended_at + DELAY_MS:
-                assert not any(u.over for _, u in seen), "the end was shown before it was as old as the delay"
-        await asyncio.wait_for(watcher, 10)
+                assert not any(u.over for _, u in seen + played), "the end was shown before it was as old as the delay"
+        await asyncio.wait_for(asyncio.gather(watcher, player), 10)
         final = await spectator_view()
         assert final is not None and final.over and final.seq == resign.seq
         assert [u.seq for _, u in seen] == sorted(made), "the spectator saw every change, in order"
-        for received, update in seen:
+        assert [u.seq for _, u in played] == sorted(made)
+        for received, update in seen + played:
             assert update.seq <= allowed(received), f"seq {update.seq} shown before it was {DELAY_MS} ms old"
             assert received - made[update.seq] >= DELAY_MS
 
