@@ -26,7 +26,7 @@ from gateway.bounds import TRANSPORT_MAX_BYTES, Unreadable, limit_of, read
 from gateway.guard import Guard
 from gateway.limits import Budgets, LimitSettings
 from gateway.service import MatchesService
-from gateway.spectators import Spectators
+from gateway.spectators import Spectators, live
 from gateway.tls import ServerTls
 from gateway.tournaments.delays import TournamentDelays
 from gateway.tournaments.service import TournamentsService
@@ -69,14 +69,20 @@ def public_servicers(
 ) -> dict[str, Any]:
     """The public services by full name, one servicer each: the gRPC server and the HTTP door for browsers
     (gateway/web.py) serve the same instances, behind the same per-client limits (gateway/guard.py;
-    `budgets` None: the settings of the environment). `clock`: the service's (tests inject one); spectators
-    of tournament tables see them as late as their tournament says (gateway/spectators.py)."""
+    `budgets` None: the settings of the environment). `clock`: the service's (tests inject one).
+    `spectators`: how late spectators see each match (`tournament_spectators()`: as late as its tournament
+    says, read from the database; None: every match live, and no database is opened for it)."""
     guard = Guard(budgets if budgets is not None else Budgets(LimitSettings.from_env()))
-    spectators = spectators if spectators is not None else Spectators(clock, TournamentDelays())
+    spectators = spectators if spectators is not None else Spectators(clock, live)
     return {
         MATCHES: guard.guarded(MatchesService(router, spectators), MATCHES),
         TOURNAMENTS: guard.guarded(TournamentsService(router, clock=clock), TOURNAMENTS),
     }
+
+
+def tournament_spectators(clock: Callable[[], int] = unix_ms) -> Spectators:
+    """Spectators of tournament tables delayed as their tournament says (the service's database)."""
+    return Spectators(clock, TournamentDelays())
 
 
 async def start_gateway(
