@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -213,3 +215,13 @@ def test_the_buffer_shows_each_update_once_it_is_old_enough() -> None:
         assert [u.seq async for u in table.updates(1)] == [2, 3]  # resumes after a seq; ends after `over`
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("given", ["3601", "-1", "soon"])
+def test_the_command_line_refuses_a_bad_spectator_delay_in_one_line(tmp_path: Path, given: str) -> None:
+    (tmp_path / "players.csv").write_text("Ana\nBia\n")
+    command = [sys.executable, "-m", "tablehall.cli", "tournament", "create", "--name", "x", "--game",
+               "spectacular-bid", "--format", "round-robin", "--players", str(tmp_path / "players.csv"),
+               f"--spectator-delay={given}"]  # fmt: skip
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 2 and "--spectator-delay" in ran.stderr and "Traceback" not in ran.stderr
