@@ -153,6 +153,8 @@ def test_a_spectator_page_never_shows_a_state_younger_than_the_delay(hall: Hall)
     for state in shown:
         at, _ = arrived[state["seq"]]
         assert state["at"] - at >= DELAY_MS, f"seq {state['seq']} shown {state['at'] - at} ms after it arrived"
+    ages = [state["at"] - arrived[state["seq"]][0] for state in shown]
+    (out / "ages.json").write_text(json.dumps({"states": len(ages), "min_ms": min(ages), "max_ms": max(ages)}))
     last = max(s["seq"] for s in shown)
     assert arrived[last][1], "the page showed the match's end (held back like every other state)"
 
