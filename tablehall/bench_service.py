@@ -98,7 +98,7 @@ def cpu_seconds(root: int | None) -> dict[str, float]:
             continue
         words = [a.decode(errors="replace") for a in argv]
         name = "gateway" if pid == root else _role(words) or str(pid)
-        out[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return out
 
 
