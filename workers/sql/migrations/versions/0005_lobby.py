@@ -8,6 +8,8 @@ Create Date: 2026-12-02
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -17,9 +19,11 @@ branch_labels = None
 depends_on = None
 
 
-def _player(constraint: str, primary_key: bool = False) -> list[sa.SchemaItem]:
-    return [sa.Column("player_id", sa.Integer(), primary_key=primary_key, nullable=False, autoincrement=False),
-            sa.ForeignKeyConstraint(["player_id"], ["players.id"], name=constraint)]
+def _player(constraint: str, primary_key: bool = False) -> list[Any]:
+    return [
+        sa.Column("player_id", sa.Integer(), primary_key=primary_key, nullable=False, autoincrement=False),
+        sa.ForeignKeyConstraint(["player_id"], ["players.id"], name=constraint),
+    ]
 
 
 def upgrade() -> None:
