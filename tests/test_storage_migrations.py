@@ -10,8 +10,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
+import gateway.lobby.schema
 import gateway.tournaments.schema  # noqa: F401 - its tables (0003_tournaments) join the same metadata
-import gateway.lobby.schema  # noqa: F401 - its tables (0005_lobby) join the same metadata
 import ratings.models  # noqa: F401 - its tables (0002_ratings) join the same metadata
 from tests.storage_backends import SQL_BACKENDS, backend_for, run
 from tests.test_storage_contract import RUNNING, match, step

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from gateway.lobby import schema as s
 from gateway.lobby.pairing import Table, Waiting
@@ -163,7 +163,7 @@ def claim(engine: Engine, queue: Queue, table: Table, tickets: Mapping[int, str]
                 raise _Gone
             seats = [SeatAt(w.player_id, tickets[w.player_id], w.joined_ms) for w in table.players]
             _write_table(conn, match_id, queue, seats, table.gap, now_ms)
-    except _Gone:
+    except (_Gone, OperationalError):  # OperationalError: a deadlock with a racing loop, rolled back
         return None
     return match_id
 
