@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -60,7 +60,7 @@ class LobbyClient:
     async def leave(self) -> None:
         await _called(self.stub.Leave(lobby_pb2.LeaveRequest(), metadata=self.metadata))
 
-    async def seats(self) -> AsyncIterator[lobby_pb2.Seat]:
+    async def seats(self) -> AsyncGenerator[lobby_pb2.Seat, None]:
         """Every seat still pending, then each new one, until the caller stops."""
         call = self.stub.Seated(lobby_pb2.SeatedRequest(), metadata=self.metadata)
         try:
