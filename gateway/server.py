@@ -61,15 +61,18 @@ class Gateway:
             await self.health_server.stop(0)
 
 
-def public_servicers(router: Router, budgets: Budgets | None = None) -> dict[str, Any]:
+def public_servicers(
+    router: Router, budgets: Budgets | None = None, lobby: LobbyService | None = None
+) -> dict[str, Any]:
     """The public services by full name, one servicer each: the gRPC server and the HTTP door for browsers
     (gateway/web.py) serve the same instances, behind the same per-client limits (gateway/guard.py;
-    `budgets` None: the settings of the environment)."""
+    `budgets` None: the settings of the environment). `lobby`: a Lobby servicer made elsewhere (tests)."""
     guard = Guard(budgets if budgets is not None else Budgets(LimitSettings.from_env()))
+    lobby = lobby or LobbyService(router)
     return {
-        MATCHES: guard.guarded(MatchesService(router), MATCHES),
+        MATCHES: guard.guarded(MatchesService(router, lobby.consent), MATCHES),
         TOURNAMENTS: guard.guarded(TournamentsService(router), TOURNAMENTS),
-        LOBBY: guard.guarded(LobbyService(router), LOBBY),
+        LOBBY: guard.guarded(lobby, LOBBY),
     }
 
 

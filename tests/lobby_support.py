@@ -14,12 +14,10 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Engine, func, select
 
-from gateway.guard import Guard
-from gateway.limits import Budgets, LimitSettings
 from gateway.lobby.hall import LobbyHall, LobbySettings
 from gateway.lobby.pairing import Widening
 from gateway.lobby.service import LobbyService
-from gateway.server import LOBBY, Gateway, public_servicers, start_gateway
+from gateway.server import Gateway, public_servicers, start_gateway
 from gateway.workers import Router
 from tablehall.client import Client
 from tablehall.lobby_client import LobbyClient, Me, register
@@ -96,8 +94,7 @@ async def open_lobby(url: str, clock: Clock) -> AsyncIterator[Lobby]:
     os.environ["TABLEHALL_DATABASE_URL"] = url
     engine = await asyncio.to_thread(engine_for, url)
     hall = lobby_hall(engine, router, clock)
-    servicers = public_servicers(router)
-    servicers[LOBBY] = Guard(Budgets(LimitSettings.from_env())).guarded(LobbyService(router, hall), LOBBY)
+    servicers = public_servicers(router, lobby=LobbyService(router, hall))
     gateway = await start_gateway(router, "127.0.0.1", 0, servicers)
     try:
         async with Client(f"127.0.0.1:{gateway.port}") as client:

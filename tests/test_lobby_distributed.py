@@ -12,12 +12,10 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from gateway.guard import Guard
-from gateway.limits import Budgets, LimitSettings
 from gateway.lobby import queue, schema
 from gateway.lobby.hall import LobbyHall
 from gateway.lobby.service import LobbyService
-from gateway.server import LOBBY, Gateway, public_servicers, start_gateway
+from gateway.server import Gateway, public_servicers, start_gateway
 from gateway.workers import Router
 from tablehall.client import Client
 from tablehall.lobby_client import LobbyClient, register
@@ -49,8 +47,7 @@ async def two_gateways(url: str, clock: Clock) -> AsyncIterator[tuple[MatchHost,
         for _ in range(2):
             router = Router([host])
             hall = lobby_hall(engine, router, clock)
-            servicers = public_servicers(router)
-            servicers[LOBBY] = Guard(Budgets(LimitSettings.from_env())).guarded(LobbyService(router, hall), LOBBY)
+            servicers = public_servicers(router, lobby=LobbyService(router, hall))
             gateway = await start_gateway(router, "127.0.0.1", 0, servicers)
             doors.append(Door(hall, gateway, Client(f"127.0.0.1:{gateway.port}")))
         yield host, doors[0], doors[1]

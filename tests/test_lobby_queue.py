@@ -183,3 +183,41 @@ def test_a_seat_message_never_carries_a_key(tmp_path: Path) -> None:
             assert me.key.encode() not in wire and hashlib.sha256(me.key.encode()).digest() not in wire
 
     run_lobby(tmp_path, body)
+
+
+def test_a_registered_name_is_seated_by_create_match_only_with_its_key(tmp_path: Path) -> None:
+    async def body(lobby: Lobby) -> None:
+        await lobby.player("Ana")
+        with pytest.raises(TablehallError) as other:
+            await lobby.client.create_match(SB, ["Ana", "Mallory"])
+        assert other.value.status == grpc.StatusCode.PERMISSION_DENIED
+        assert lobby.count(m.matches) == 0
+        made = await lobby.client.create_match(SB, ["Guest", "Mallory"])  # unregistered names as before
+        assert made.match_id
+
+    run_lobby(tmp_path, body)
+
+
+def test_the_metrics_count_pairings_gaps_waits_and_the_queue(tmp_path: Path) -> None:
+    from prometheus_client import REGISTRY
+
+    def value(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    async def body(lobby: Lobby) -> None:
+        before = value("tablehall_lobby_pairings_total", game=SB, source="queue")
+        gaps = value("tablehall_lobby_rating_gap_sum", game=SB)
+        waits = value("tablehall_lobby_wait_seconds_count", game=SB)
+        ana, bia, cid = await lobby.player("Ana", 0.0), await lobby.player("Bia", 1.5), await lobby.player("Cid", 90)
+        for p in (ana, bia, cid):
+            await p.join(SB)
+        lobby.clock.advance(3)
+        assert len(await lobby.hall.tick()) == 1
+        assert value("tablehall_lobby_pairings_total", game=SB, source="queue") == before + 1
+        assert value("tablehall_lobby_rating_gap_sum", game=SB) == pytest.approx(gaps + 1.5)
+        assert value("tablehall_lobby_wait_seconds_count", game=SB) == waits + 2
+        assert value("tablehall_lobby_queue_length", game=SB) == 1
+        assert value("tablehall_lobby_oldest_wait_seconds", game=SB) == 3.0
+        assert value("tablehall_lobby_queue_length", game="501") == 0
+
+    run_lobby(tmp_path, body)

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 
 from gateway.lobby import schema as s
-from workers.errors import NameTaken
+from workers.errors import NameTaken, NotYourSeat
 from workers.games.errors import MalformedAction, quote
 from workers.sql import models as m
 from workers.sql.models import rows
@@ -88,3 +88,12 @@ def registered_names(engine: Engine, names: list[str]) -> dict[str, bytes]:
     query = select(p.c.name, k.c.key_sha256).select_from(k.join(p, p.c.id == k.c.player_id)).where(p.c.name.in_(names))
     with engine.connect() as conn:
         return {str(name): bytes(sha) for name, sha in rows(conn, query)}
+
+
+def check_names(engine: Engine, names: list[str], caller_sha256: bytes) -> None:
+    """A match created by name (CreateMatch) may seat a registered player only when that player asks:
+    their key as the bearer. Anyone else naming them would play under their identity and rating."""
+    registered = registered_names(engine, names)
+    for name, sha in registered.items():
+        if sha != caller_sha256:
+            raise NotYourSeat(f"{quote(name)} is a registered player: only their key may seat them by name")

@@ -37,6 +37,11 @@ class LobbyService(lobby_pb2_grpc.LobbyServicer):
             self._hall = LobbyHall(await _engine(), self.router)
         return self._hall
 
+    async def consent(self, names: list[str], caller_sha256: bytes) -> None:
+        """CreateMatch's check (gateway/lobby/players.py `check_names`), once this gateway runs the Lobby."""
+        if self._hall is not None:
+            await asyncio.to_thread(players.check_names, self._hall.engine, names, caller_sha256)
+
     async def engine(self) -> Engine:
         return (await self.hall()).engine
 
