@@ -49,7 +49,7 @@ def add_commands(commands: Any, address: str) -> None:
     opened.add_argument("--no-wait", action="store_true", help="do not wait for the table to fill")
     remote(opened)
     listed = ways.add_parser("list", help="the listed challenges waiting")
-    listed.add_argument("--game", default="", choices=["", *names()])
+    listed.add_argument("--game", default=None, choices=names(), help="default: every game")
     remote(listed)
     take = ways.add_parser("take", help="take a seat of a challenge (its id)")
     take.add_argument("challenge")

@@ -78,7 +78,7 @@ async def _join(lobby: LobbyClient, args: argparse.Namespace, key: str) -> int:
 
 async def _challenge(lobby: LobbyClient, args: argparse.Namespace, key: str) -> int:
     if args.way == "list":
-        for found in await lobby.challenges(args.game):
+        for found in await lobby.challenges(args.game or ""):
             taken = f", taken by {', '.join(found.taken_by)}" if found.taken_by else ""
             print(f"{found.challenge_id}  {found.game}  by {found.host}  {found.seats} seats{taken}")
         return 0
