@@ -81,3 +81,13 @@ def test_a_player_listed_twice_is_seated_once() -> None:
     (table,) = pair(twice, (2,), 10, W)
     assert sorted(w.player_id for w in table.players) == [1, 2]
     assert pair([Waiting(1, 0.0, 0), Waiting(1, 0.0, 0)], (2,), 10, W) == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(-50, 50, allow_nan=False), st.floats(-50, 50, allow_nan=False), st.integers(0, 60_000))
+def test_two_players_alone_are_paired_once_they_have_waited_for_their_gap(a: float, b: float, joined: int) -> None:
+    pair_of = [Waiting(1, a, 0), Waiting(2, b, joined)]
+    needed_ms = joined + max(0.0, abs(a - b) - W.base) / W.per_s * 1000
+    assert len(pair(pair_of, (2,), int(needed_ms) + 1, W)) == 1
+    if abs(a - b) > W.base + 0.01:
+        assert pair(pair_of, (2,), joined, W) == [], "not before the newcomer's gap allows it"

@@ -51,26 +51,57 @@ def test_a_player_registers_once_and_only_the_key_s_hash_is_kept(tmp_path: Path)
     run_lobby(tmp_path, body)
 
 
+async def listening(lobby: Lobby, players: list[LobbyClient]) -> list[asyncio.Task[lobby_pb2.Seat]]:
+    """Each player's Seated stream, open on the gateway (its listener registered) before this returns."""
+    before = len(lobby.hall.listeners)
+    tasks = [asyncio.create_task(asyncio.wait_for(p.seated(), 20)) for p in players]
+    while len(lobby.hall.listeners) < before + len(players):  # the streams' own readiness, not a clock
+        await asyncio.sleep(0.005)
+    return tasks
+
+
 def test_close_ratings_pair_at_once_and_far_ones_when_their_gap_has_widened(tmp_path: Path) -> None:
     async def body(lobby: Lobby) -> None:
         ana, bia = await lobby.player("Ana", 0.0), await lobby.player("Bia", 1.0)
         cid, dan = await lobby.player("Cid", 40.0), await lobby.player("Dan", 60.0)
+        seats = await listening(lobby, [ana, bia, cid, dan])
         tickets = [await p.join(SB) for p in (ana, bia, cid, dan)]
         assert tickets[1].ordinal == 1.0
         (first,) = await lobby.hall.tick()
-        a, b = await seat_of(ana, tickets[0].ticket), await seat_of(bia, tickets[1].ticket)
+        a, b = await seats[0], await seats[1]
         assert a.match_id == b.match_id == first and {a.seat, b.seat} == {0, 1}
+        assert (a.ticket, b.ticket) == (tickets[0].ticket, tickets[1].ticket)
         assert list(a.players) == ["Ana", "Bia"]
-        lobby.clock.advance(17.9)  # allowed 2 + 17.9 < 20
-        assert await lobby.hall.tick() == []
+        for _ in range(179):  # the clock moves a beat at a time: allowed 2 + 17.9 < 20
+            lobby.clock.advance(0.1)
+            assert await lobby.hall.tick() == []
         lobby.clock.advance(0.1)
         (second,) = await lobby.hall.tick()
-        c = await seat_of(cid, tickets[2].ticket)
-        assert c.match_id == second
+        c, d = await seats[2], await seats[3]
+        assert c.match_id == d.match_id == second
         # the seat token is the player's key: it acts for that seat
         _seq, view = await lobby.client.seat(first, lobby.players["Ana"].key).view()
         assert view["seat"] == a.seat
         assert lobby.count(schema.lobby_queue) == 0
+
+    run_lobby(tmp_path, body)
+
+
+def test_a_player_whose_stream_is_gone_is_not_paired_until_back_and_dropped_later(tmp_path: Path) -> None:
+    async def body(lobby: Lobby) -> None:
+        ana, bia, cid = await lobby.player("Ana"), await lobby.player("Bia"), await lobby.player("Cid")
+        await ana.join(SB)  # and closes the tab: no Seated stream
+        lobby.clock.advance(16)  # past the presence window (15 s in SETTINGS' default)
+        await listening(lobby, [bia])
+        await bia.join(SB)
+        assert await lobby.hall.tick() == [], "Ana is away: Bia is not paired with a ghost"
+        (back,) = await listening(lobby, [ana])
+        (made,) = await lobby.hall.tick()  # Ana's stream is open again: seen at this beat
+        assert (await back).match_id == made
+        await cid.join(SB)
+        lobby.clock.advance(20 * 15 + 1)
+        await lobby.hall.tick()
+        assert lobby.count(schema.lobby_queue) == 0, "a place left that long is dropped"
 
     run_lobby(tmp_path, body)
 

@@ -38,11 +38,14 @@ def wall_ms() -> int:
 @dataclass(frozen=True, slots=True)
 class LobbySettings:
     """`TABLEHALL_LOBBY_GAP` (3.0 ordinal points at once), `TABLEHALL_LOBBY_WIDEN_PER_S` (0.5 more per
-    second waited), `TABLEHALL_LOBBY_BEAT_S` (0.25 s between beats), `TABLEHALL_LOBBY_LEASE_S` (2 s)."""
+    second waited), `TABLEHALL_LOBBY_BEAT_S` (0.25 s between beats), `TABLEHALL_LOBBY_LEASE_S` (2 s),
+    `TABLEHALL_LOBBY_PRESENCE_S` (15: a player whose Seated stream has been closed this long is not
+    paired; 20 times as long and their place is dropped)."""
 
     widening: Widening = Widening()
     beat_s: float = 0.25
     lease_ms: int = 2000
+    presence_ms: int = 15_000
 
     @staticmethod
     def from_env() -> LobbySettings:
@@ -52,6 +55,7 @@ class LobbySettings:
             widening,
             float(env("TABLEHALL_LOBBY_BEAT_S", "0.25")),
             int(float(env("TABLEHALL_LOBBY_LEASE_S", "2")) * 1000),
+            int(float(env("TABLEHALL_LOBBY_PRESENCE_S", "15")) * 1000),
         )
 
 
@@ -92,8 +96,12 @@ class LobbyHall:
         """One beat; the match ids of the tables made (by this loop) in it."""
         now = self.clock()
         self.leading = await asyncio.to_thread(leader.hold, self.engine, self.owner, now, self.settings.lease_ms)
+        if self.listeners:
+            present = sorted({listener.player_id for listener in self.listeners})
+            await asyncio.to_thread(queue.seen, self.engine, present, now)
         made: list[str] = []
         if self.leading:
+            await asyncio.to_thread(queue.drop_absent, self.engine, now - 20 * self.settings.presence_ms)
             made = await asyncio.to_thread(self._pair, now)
             await self.create(await asyncio.to_thread(queue.creating, self.engine))
             lm.queue_state(await asyncio.to_thread(queue.queued, self.engine), now)
@@ -104,7 +112,7 @@ class LobbyHall:
 
     def _pair(self, now: int) -> list[str]:
         made = []
-        for q, entries in queue.waiting(self.engine).items():
+        for q, entries in queue.waiting(self.engine, now - self.settings.presence_ms).items():
             tickets = {w.player_id: ticket for w, ticket in entries}
             for table in pair([w for w, _ in entries], queue.table_sizes(q.game), now, self.settings.widening):
                 match_id = queue.claim(self.engine, q, table, tickets, now)

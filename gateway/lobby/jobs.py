@@ -18,7 +18,7 @@ async def lobby_loop(service: object, url: str) -> AsyncIterator[LobbyHall | Non
     if url == "memory" or not isinstance(inner, LobbyService):
         yield None
         return
-    hall = await inner.hall()
+    hall = await inner.hall(url)
     task = asyncio.create_task(hall.run())
     try:
         yield hall

@@ -114,6 +114,7 @@ def join(engine: Engine, player_id: int, queue: Queue, now_ms: int) -> Ticket:
                     options=queue.options,
                     ordinal=rated,
                     joined_unix_ms=now_ms,
+                    seen_unix_ms=now_ms,
                 )
             )
     except IntegrityError:
@@ -126,16 +127,33 @@ def leave(engine: Engine, player_id: int) -> bool:
         return conn.execute(s.lobby_queue.delete().where(s.lobby_queue.c.player_id == player_id)).rowcount > 0
 
 
-def waiting(engine: Engine) -> dict[Queue, list[tuple[Waiting, str]]]:
-    """Everyone waiting, by queue, with their tickets."""
+def waiting(engine: Engine, seen_since_ms: int = 0) -> dict[Queue, list[tuple[Waiting, str]]]:
+    """Everyone waiting and present (seen since `seen_since_ms`), by queue, with their tickets."""
     q = s.lobby_queue
     out: dict[Queue, list[tuple[Waiting, str]]] = {}
+    query = select(q.c.player_id, q.c.ticket, q.c.game, q.c.options, q.c.ordinal, q.c.joined_unix_ms).where(
+        q.c.seen_unix_ms >= seen_since_ms
+    )
     with engine.connect() as conn:
-        for pid, ticket, game, options, rated, joined in rows(
-            conn, select(q.c.player_id, q.c.ticket, q.c.game, q.c.options, q.c.ordinal, q.c.joined_unix_ms)
-        ):
+        for pid, ticket, game, options, rated, joined in rows(conn, query):
             out.setdefault(Queue(game, options), []).append((Waiting(int(pid), float(rated), int(joined)), ticket))
     return out
+
+
+def seen(engine: Engine, player_ids: list[int], now_ms: int) -> None:
+    """These players' Seated streams are open on this gateway: they are still there."""
+    q = s.lobby_queue
+    with engine.begin() as conn:
+        for start in range(0, len(player_ids), 500):
+            chunk = player_ids[start : start + 500]
+            conn.execute(q.update().where(q.c.player_id.in_(chunk)).values(seen_unix_ms=now_ms))
+
+
+def drop_absent(engine: Engine, before_ms: int) -> int:
+    """Forget the queue places of players not seen since `before_ms` (a closed tab, a lost terminal)."""
+    q = s.lobby_queue
+    with engine.begin() as conn:
+        return conn.execute(q.delete().where(q.c.seen_unix_ms < before_ms)).rowcount
 
 
 def queued(engine: Engine) -> list[tuple[str, int]]:

@@ -3,7 +3,8 @@
 - `player_keys`: a registered player's key, only its SHA-256; the player is a row of `players` (so
   ratings, history and leaderboards, which hang on `players.id`, are theirs).
 - `lobby_queue`: one row per waiting player (the primary key refuses a second join), with the rating
-  it joined with; `options` is the canonical JSON of the options, so equal options group together.
+  it joined with; `options` is the canonical JSON of the options, so equal options group together;
+  `seen_unix_ms`: when a gateway last had the player's Seated stream open (or the join).
 - `lobby_tables` / `lobby_seats`: a table the Lobby made (from the queue or a challenge), written before
   the worker is asked (`creating`), then `ready`; a seat names the ticket it came from.
 - `lobby_challenges` / `challenge_takers`: open challenges and who took a seat.
@@ -40,6 +41,7 @@ lobby_queue = Table(
     Column("options", String(1024), nullable=False),
     Column("ordinal", Float, nullable=False),
     Column("joined_unix_ms", BigInteger, nullable=False),
+    Column("seen_unix_ms", BigInteger, nullable=False),
     Index("ix_lobby_queue_game", "game", "joined_unix_ms"),
 )
 

@@ -31,10 +31,10 @@ class LobbyService(lobby_pb2_grpc.LobbyServicer):
         self.router = router
         self._hall = hall
 
-    async def hall(self) -> LobbyHall:
-        """Made on first use on the database of TABLEHALL_DATABASE_URL (migrated), like tournaments."""
+    async def hall(self, url: str | None = None) -> LobbyHall:
+        """Made on first use on the database at `url` (default TABLEHALL_DATABASE_URL), migrated."""
         if self._hall is None:
-            self._hall = LobbyHall(await _engine(), self.router)
+            self._hall = LobbyHall(await _engine(url), self.router)
         return self._hall
 
     async def consent(self, names: list[str], caller_sha256: bytes) -> None:
@@ -161,11 +161,11 @@ def _challenge(found: challenges.Challenge) -> lobby_pb2.Challenge:
     )
 
 
-async def _engine() -> Engine:
+async def _engine(url: str | None) -> Engine:
     from workers.sql.engine import database_url
     from workers.sql.migrate import engine_for
 
-    url = database_url()
+    url = url or database_url()
     if url == "memory":
         raise NoDatabase("the Lobby needs a database: this service runs with TABLEHALL_DATABASE_URL=memory")
     return await asyncio.to_thread(engine_for, url)

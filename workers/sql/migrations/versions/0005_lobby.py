@@ -41,6 +41,7 @@ def upgrade() -> None:
         sa.Column("options", sa.String(1024), nullable=False),
         sa.Column("ordinal", sa.Float(), nullable=False),
         sa.Column("joined_unix_ms", sa.BigInteger(), nullable=False),
+        sa.Column("seen_unix_ms", sa.BigInteger(), nullable=False),
     )
     op.create_index("ix_lobby_queue_game", "lobby_queue", ["game", "joined_unix_ms"])
     op.create_table(
