@@ -59,3 +59,18 @@ def test_an_unlisted_challenge_is_a_friend_link_and_501_waits_for_three(tmp_path
         assert seats.value.status == grpc.StatusCode.INVALID_ARGUMENT
 
     run_lobby(tmp_path, body)
+
+
+def test_without_a_database_the_lobby_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tablehall.lobby_client import LobbyClient, register
+    from tests.over_grpc import Service, serve
+
+    monkeypatch.setenv("TABLEHALL_DATABASE_URL", "memory")
+
+    async def body(service: Service) -> None:
+        for call in (register(service.client, "Ana"), LobbyClient(service.client, "thp_x").join("501")):
+            with pytest.raises(TablehallError) as refused:
+                await call
+            assert (refused.value.status, refused.value.code) == (grpc.StatusCode.FAILED_PRECONDITION, "no_database")
+
+    serve(body)
