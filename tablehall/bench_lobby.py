@@ -47,9 +47,8 @@ def bench_lobby(players: int, over_s: float, game: str, database_url: str | None
         keys = _registered(engine, players, game)
         command = [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0", "--web-port", "off"]
         env = {"TABLEHALL_LOG_LEVEL": "WARNING", "TABLEHALL_DATABASE_URL": url}
-        server = subprocess.Popen(
-            [*command, "--database-url", url], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env(env)
-        )  # its log (tables voided `abandoned`: nobody plays them) is not the bench's
+        command += ["--database-url", url]  # its log (tables voided `abandoned`: nobody plays them) is dropped
+        server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env(env))
         try:
             assert server.stdout is not None
             line = server.stdout.readline()
