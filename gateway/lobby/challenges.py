@@ -42,6 +42,7 @@ class Taken:
 
     seat: int
     match_id: str
+    game: str
 
 
 _ID_LENGTH = 16
@@ -134,12 +135,12 @@ def take(engine: Engine, player_id: int, challenge_id: str, now_ms: int) -> Take
             ]
             seat = takers.index(player_id) + 1
             if 1 + len(takers) < seats:
-                return Taken(seat, "")
+                return Taken(seat, "", game)
             match_id = secrets.token_hex(8)
             conn.execute(c.update().where(c.c.id == challenge_id).values(state="seated", match_id=match_id))
             everyone = [SeatAt(host, challenge_id, now_ms), *(SeatAt(pid, challenge_id, now_ms) for pid in takers)]
             _write_table(conn, match_id, Queue(game, options), everyone, 0.0, now_ms)
-            return Taken(seat, match_id)
+            return Taken(seat, match_id, game)
     except IntegrityError:
         raise OwnChallenge("you hold a seat of this challenge already") from None
 

@@ -123,9 +123,8 @@ class LobbyService(lobby_pb2_grpc.LobbyServicer):
         taken = await asyncio.to_thread(challenges.take, hall.engine, me.id, request.challenge_id, hall.clock())
         if not taken.match_id:
             return lobby_pb2.Seat(seat=taken.seat, ticket=request.challenge_id)
-        tables = await asyncio.to_thread(queue.creating, hall.engine, [taken.match_id])
-        await hall.create(tables)
-        lm.PAIRINGS[(tables[0].queue.game, "challenge")].inc()
+        lm.PAIRINGS[(taken.game, "challenge")].inc()
+        await hall.create(await asyncio.to_thread(queue.creating, hall.engine, [taken.match_id]))  # none: made already
         await hall.deliver()
         seats = await asyncio.to_thread(queue.seats_of, hall.engine, [me.id])
         mine = next((seat for _, seat in seats if seat.match_id == taken.match_id), None)
