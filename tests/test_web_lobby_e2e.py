@@ -1,6 +1,7 @@
 """End to end in a real browser (Chromium, driven by web/e2e/lobby.mjs): two people register on the page,
-export their keys, press "Play" and end up at the same table, each at their own seat, over the gateway's
-HTTP door with the Lobby's pairing loop running; neither page ever receives the other's key."""
+export their keys, press "Play" (or one invites the other by a friend link) and end up at the same table,
+each at their own seat, over the gateway's HTTP door with the Lobby's pairing loop running; neither page
+ever receives the other's key."""
 
 from __future__ import annotations
 
@@ -79,12 +80,14 @@ def served(tmp_path: Path) -> Iterator[Served]:
             os.environ["TABLEHALL_DATABASE_URL"] = saved
 
 
-def test_two_browsers_press_play_and_sit_at_the_same_table(served: Served) -> None:
+@pytest.mark.parametrize("mode", ["queue", "link"])
+def test_two_browsers_press_play_and_sit_at_the_same_table(served: Served, mode: str) -> None:
+    """`queue`: both press Play; `link`: Ana presses "Invite a friend", Bia opens the link and takes it."""
     web = require_browser_tools()
-    out = ARTIFACTS / "web-e2e-lobby"
+    out = ARTIFACTS / f"web-e2e-lobby-{mode}"
     out.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
-        ["node", "e2e/lobby.mjs", served.url, str(out), "Ana", "Bia"],
+        ["node", "e2e/lobby.mjs", served.url, str(out), "Ana", "Bia", "spectacular-bid", mode],
         cwd=web, capture_output=True, text=True, timeout=BROWSER_TIMEOUT_S,
     )  # fmt: skip
     (out / "node.log").write_text(done.stderr)

@@ -18,6 +18,8 @@ export type Seated = (matchId: string, key: string, names: string[]) => void;
 
 const lobby: Client<typeof Lobby> = createClient(Lobby, transport);
 let waiting: AbortController | null = null;
+/** A friend link's challenge (#challenge=ID), read before the first screen clears the address. */
+let linked: string | null = new URLSearchParams(location.hash.slice(1)).get("challenge");
 
 export function storedPlayer(): Player | null {
   try {
@@ -36,12 +38,15 @@ function keep(player: Player | null): void {
 /** The "Play" panel of the page's first screen: register (or paste a key), then play. */
 export function playPanel(onSeated: Seated, banner: (text: string | null) => void): HTMLElement {
   const panel = h("form", { id: "play", onsubmit: (e: Event) => e.preventDefault() });
-  const draw = (): void => panel.replaceChildren(...(storedPlayer() ? ready(draw, onSeated, banner) : signUp(draw, banner)));
+  const draw = (): void => {
+    const parts = storedPlayer() ? ready(draw, onSeated, banner) : signUp(draw, banner);
+    panel.replaceChildren(...parts.filter((part): part is Node => part !== null));
+  };
   draw();
   return panel;
 }
 
-function signUp(redraw: () => void, banner: (text: string | null) => void): Node[] {
+function signUp(redraw: () => void, banner: (text: string | null) => void): (Node | null)[] {
   const name = h("input", { name: "player-name", placeholder: "1 to 32 letters, digits, - _ .", maxlength: 32 });
   const pasted = h("input", { name: "player-key", placeholder: "thp_…" });
   const register = async (): Promise<void> => {
@@ -66,6 +71,7 @@ function signUp(redraw: () => void, banner: (text: string | null) => void): Node
   };
   return [
     h("h2", {}, "Play"),
+    linked ? h("p", { id: "invited" }, "A friend invited you to a table: get a name, then take your seat.") : null,
     h("p", {}, "Get a player name once; your key stays in this browser."),
     h("label", {}, "Name ", name),
     h("button", { type: "button", id: "register", onclick: register }, "Register"),
@@ -80,23 +86,45 @@ function ready(redraw: () => void, onSeated: Seated, banner: (text: string | nul
   const status = h("p", { id: "play-status", role: "status" });
   const exported = h("input", { id: "exported-key", readonly: true, hidden: true, value: me.key });
   const play = h("button", { type: "button", id: "play-button" }, "Play");
+  const invite = h("button", { type: "button", id: "invite" }, "Invite a friend");
+  const take = h("button", { type: "button", id: "take-challenge", hidden: !linked }, "Take the seat you were invited to");
+  const link = h("input", { id: "invite-link", readonly: true, hidden: true });
   const cancel = h("button", { type: "button", id: "cancel-play", hidden: true }, "Cancel");
-  play.addEventListener("click", async () => {
-    play.disabled = true;
+  const wait = async (what: string, start: () => Promise<string>): Promise<void> => {
+    for (const b of [play, invite, take]) b.disabled = true;
     cancel.hidden = false;
-    status.textContent = "Waiting for an opponent…";
+    status.textContent = what;
     try {
-      const seat = await queueAndWait(me.key, game.value);
+      const seat = await seatedAfter(me.key, start);
       status.textContent = "";
       onSeated(seat.matchId, me.key, seat.players);
     } catch (error) {
       status.textContent = "";
       if (ConnectError.from(error).code !== Code.Canceled) banner(explain(error));
     } finally {
-      play.disabled = false;
+      for (const b of [play, invite, take]) b.disabled = false;
       cancel.hidden = true;
     }
-  });
+  };
+  play.addEventListener("click", () => void wait("Waiting for an opponent…", () => joinQueue(me.key, game.value)));
+  invite.addEventListener("click", () =>
+    void wait("Waiting for your friend…", async () => {
+      const made = await lobby.openChallenge({ game: game.value, unlisted: true }, auth(me.key));
+      link.value = `${location.origin}${location.pathname}#challenge=${made.challengeId}`;
+      link.hidden = false;
+      link.select();
+      return made.challengeId;
+    }),
+  );
+  take.addEventListener("click", () =>
+    void wait("Waiting for the table to fill…", async () => {
+      const id = linked!;
+      linked = null;
+      take.hidden = true;
+      await lobby.takeChallenge({ challengeId: id }, auth(me.key));
+      return id;
+    }),
+  );
   cancel.addEventListener("click", async () => {
     waiting?.abort();
     await lobby.leave({}, auth(me.key)).catch(() => undefined);
@@ -116,8 +144,11 @@ function ready(redraw: () => void, onSeated: Seated, banner: (text: string | nul
   return [
     h("h2", {}, "Play"),
     h("p", {}, "Playing as ", h("strong", { id: "player-name" }, me.name)),
+    take,
     h("label", {}, "Game ", game),
     play,
+    invite,
+    link,
     cancel,
     status,
     h("div", { class: "key-tools" }, h("button", { type: "button", id: "export-key", onclick: exportKey }, "Export key"), h("button", { type: "button", onclick: forget }, "Forget")),
@@ -125,8 +156,20 @@ function ready(redraw: () => void, onSeated: Seated, banner: (text: string | nul
   ];
 }
 
-/** Join the queue and wait on Seated for the seat of this stay (a stay left by a reload is replaced). */
-async function queueAndWait(key: string, game: string): Promise<Seat> {
+/** Join the queue; its ticket (a stay left by an earlier visit is replaced by a fresh one). */
+async function joinQueue(key: string, game: string): Promise<string> {
+  try {
+    return (await lobby.join({ game }, auth(key))).ticket;
+  } catch (error) {
+    if (ConnectError.from(error).code !== Code.AlreadyExists) throw error;
+    await lobby.leave({}, auth(key));
+    return (await lobby.join({ game }, auth(key))).ticket;
+  }
+}
+
+/** Open the Seated stream, then `start` (a join, a challenge opened or taken: the ticket its seat will
+ * carry), and wait for that seat. */
+async function seatedAfter(key: string, start: () => Promise<string>): Promise<Seat> {
   waiting?.abort();
   const abort = new AbortController();
   waiting = abort;
@@ -143,15 +186,11 @@ async function queueAndWait(key: string, game: string): Promise<Seat> {
   })();
   reading.catch(() => undefined);
   try {
-    ticket = (await lobby.join({ game }, auth(key))).ticket;
-  } catch (error) {
-    if (ConnectError.from(error).code !== Code.AlreadyExists) throw error;
-    await lobby.leave({}, auth(key)); // queued from an earlier visit: take a fresh place
-    ticket = (await lobby.join({ game }, auth(key))).ticket;
+    ticket = await start();
+    const early = seen.find((seat) => seat.ticket === ticket);
+    return early ?? (await Promise.race([arrived, reading.then(() => Promise.reject(new Error("the Seated stream ended")))]));
+  } finally {
+    abort.abort();
+    if (waiting === abort) waiting = null;
   }
-  const early = seen.find((seat) => seat.ticket === ticket);
-  const seat = early ?? (await Promise.race([arrived, reading.then(() => Promise.reject(new Error("the Seated stream ended")))]));
-  abort.abort();
-  waiting = null;
-  return seat;
 }
