@@ -54,6 +54,9 @@ def add_commands(commands: Any, address: str) -> None:
     take = ways.add_parser("take", help="take a seat of a challenge (its id)")
     take.add_argument("challenge")
     remote(take)
+    cancel = ways.add_parser("cancel", help="withdraw your challenge while it waits")
+    cancel.add_argument("challenge")
+    remote(cancel)
 
 
 def run_lobby(args: argparse.Namespace) -> int:

@@ -82,6 +82,10 @@ async def _challenge(lobby: LobbyClient, args: argparse.Namespace, key: str) -> 
             taken = f", taken by {', '.join(found.taken_by)}" if found.taken_by else ""
             print(f"{found.challenge_id}  {found.game}  by {found.host}  {found.seats} seats{taken}")
         return 0
+    if args.way == "cancel":
+        await lobby.cancel(args.challenge)
+        print(f"challenge {args.challenge} cancelled")
+        return 0
     if args.way == "take":
         seat = await lobby.take(args.challenge)
         if not seat.match_id:
@@ -94,7 +98,13 @@ async def _challenge(lobby: LobbyClient, args: argparse.Namespace, key: str) -> 
     print(f"or the page's link #challenge={made.challenge_id})", flush=True)
     if args.no_wait:
         return 0
-    _print_seat(await lobby.seated(made.challenge_id), key)
+    try:
+        seat = await lobby.seated(made.challenge_id)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        await lobby.cancel(made.challenge_id)
+        print("challenge cancelled", file=sys.stderr)
+        return 130
+    _print_seat(seat, key)
     return 0
 
 

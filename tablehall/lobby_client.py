@@ -94,3 +94,7 @@ class LobbyClient:
     async def take(self, challenge_id: str) -> lobby_pb2.Seat:
         request = lobby_pb2.TakeChallengeRequest(challenge_id=challenge_id)
         return await _called(self.stub.TakeChallenge(request, metadata=self.metadata))
+
+    async def cancel(self, challenge_id: str) -> None:
+        request = lobby_pb2.CancelChallengeRequest(challenge_id=challenge_id)
+        await _called(self.stub.CancelChallenge(request, metadata=self.metadata))

@@ -61,6 +61,24 @@ def test_an_unlisted_challenge_is_a_friend_link_and_501_waits_for_three(tmp_path
     run_lobby(tmp_path, body)
 
 
+def test_only_its_host_cancels_a_challenge_and_then_nobody_takes_it(tmp_path: Path) -> None:
+    async def body(lobby: Lobby) -> None:
+        ana, bia = await lobby.player("Ana"), await lobby.player("Bia")
+        made = await ana.open_challenge("spectacular-bid")
+        with pytest.raises(TablehallError) as not_hers:
+            await bia.cancel(made.challenge_id)
+        assert not_hers.value.status == grpc.StatusCode.PERMISSION_DENIED
+        await ana.cancel(made.challenge_id)
+        assert await bia.challenges() == []
+        for call in (bia.take(made.challenge_id), ana.cancel(made.challenge_id)):
+            with pytest.raises(TablehallError) as gone:
+                await call
+            assert gone.value.status == grpc.StatusCode.NOT_FOUND
+        assert lobby.count(schema.lobby_tables) == 0
+
+    run_lobby(tmp_path, body)
+
+
 def test_without_a_database_the_lobby_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     from tablehall.lobby_client import LobbyClient, register
     from tests.over_grpc import Service, serve

@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 
 from gateway.lobby import schema as s
 from gateway.lobby.queue import Queue, SeatAt, _write_table
-from workers.errors import NotFound, OwnChallenge
+from workers.errors import NotFound, NotYourSeat, OwnChallenge
 from workers.games.catalog import game_named
 from workers.games.errors import MalformedAction
 from workers.sql import models as m
@@ -106,10 +106,29 @@ def challenge(engine: Engine, challenge_id: str) -> Challenge | None:
     return Challenge(row[0], row[1], json.loads(row[2]), row[3], int(row[4]), taken_by, int(row[5]))
 
 
-def take(engine: Engine, player_id: int, challenge_id: str, now_ms: int) -> Taken:
-    c, t = s.lobby_challenges, s.challenge_takers
+def checked_id(challenge_id: str) -> str:
     if len(challenge_id) != _ID_LENGTH or not all(ch in "0123456789abcdef" for ch in challenge_id):
         raise MalformedAction("a challenge id is 16 hex digits")
+    return challenge_id
+
+
+def cancel(engine: Engine, player_id: int, challenge_id: str) -> None:
+    """The host withdraws a challenge still waiting (it is kept, `cancelled`, for the record)."""
+    c = s.lobby_challenges
+    with engine.begin() as conn:
+        host = conn.execute(
+            select(c.c.player_id).where(c.c.id == checked_id(challenge_id), c.c.state == "open")
+        ).scalar()
+        if host is None:
+            raise NotFound("no such challenge waiting (taken, cancelled, or never opened)")
+        if int(host) != player_id:
+            raise NotYourSeat("only the player who opened a challenge may cancel it")
+        conn.execute(c.update().where(c.c.id == challenge_id, c.c.state == "open").values(state="cancelled"))
+
+
+def take(engine: Engine, player_id: int, challenge_id: str, now_ms: int) -> Taken:
+    c, t = s.lobby_challenges, s.challenge_takers
+    checked_id(challenge_id)
     try:
         with engine.begin() as conn:
             query = select(c.c.player_id, c.c.game, c.c.options, c.c.seats).where(

@@ -132,6 +132,14 @@ class LobbyService(lobby_pb2_grpc.LobbyServicer):
             return lobby_pb2.Seat(seat=taken.seat, ticket=request.challenge_id, match_id=taken.match_id)
         return _seat(mine)
 
+    @edge
+    async def CancelChallenge(
+        self, request: lobby_pb2.CancelChallengeRequest, context: Context
+    ) -> lobby_pb2.CancelChallengeResponse:
+        hall, me = await self.player(context)
+        await asyncio.to_thread(challenges.cancel, hall.engine, me.id, request.challenge_id)
+        return lobby_pb2.CancelChallengeResponse()
+
 
 def _options(message: matches_pb2.Options) -> dict[str, Any]:
     return MessageToDict(message, preserving_proto_field_name=True)

@@ -90,6 +90,7 @@ function ready(redraw: () => void, onSeated: Seated, banner: (text: string | nul
   const take = h("button", { type: "button", id: "take-challenge", hidden: !linked }, "Take the seat you were invited to");
   const link = h("input", { id: "invite-link", readonly: true, hidden: true });
   const cancel = h("button", { type: "button", id: "cancel-play", hidden: true }, "Cancel");
+  let opened: string | null = null; // the challenge this page opened and waits on
   const wait = async (what: string, start: () => Promise<string>): Promise<void> => {
     for (const b of [play, invite, take]) b.disabled = true;
     cancel.hidden = false;
@@ -104,12 +105,14 @@ function ready(redraw: () => void, onSeated: Seated, banner: (text: string | nul
     } finally {
       for (const b of [play, invite, take]) b.disabled = false;
       cancel.hidden = true;
+      opened = null;
     }
   };
   play.addEventListener("click", () => void wait("Waiting for an opponent…", () => joinQueue(me.key, game.value)));
   invite.addEventListener("click", () =>
     void wait("Waiting for your friend…", async () => {
       const made = await lobby.openChallenge({ game: game.value, unlisted: true }, auth(me.key));
+      opened = made.challengeId;
       link.value = `${location.origin}${location.pathname}#challenge=${made.challengeId}`;
       link.hidden = false;
       link.select();
@@ -127,7 +130,10 @@ function ready(redraw: () => void, onSeated: Seated, banner: (text: string | nul
   );
   cancel.addEventListener("click", async () => {
     waiting?.abort();
-    await lobby.leave({}, auth(me.key)).catch(() => undefined);
+    if (opened) await lobby.cancelChallenge({ challengeId: opened }, auth(me.key)).catch(() => undefined);
+    else await lobby.leave({}, auth(me.key)).catch(() => undefined);
+    opened = null;
+    link.hidden = true;
   });
   const exportKey = (): void => {
     exported.hidden = false;
