@@ -122,7 +122,7 @@ async def _one(client: Client, key: str, game: str, at: float, waits: list[float
     await asyncio.sleep(max(0.0, at - time.perf_counter()))  # the bench's schedule, not a test's clock
     seats = lobby.seats()
     first = asyncio.ensure_future(anext(seats))
-    await asyncio.sleep(0)  # the stream is opened before the join is sent
+    await asyncio.sleep(0)  # the stream is on its way (a seat made before it is listened for comes first on it)
     joined = time.perf_counter()
     ticket = await lobby.join(game)
     seat = await first
