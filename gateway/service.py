@@ -9,7 +9,7 @@ import json
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeAlias
 
 import grpc
@@ -86,9 +86,14 @@ async def answer(owner: WorkerClient, command: host_pb2.HostCommandRequest, ref:
 
 
 
+Consent: TypeAlias = Callable[[list[str], bytes], Awaitable[None]]
+"""Refuses a CreateMatch that names a registered player without their key (the Lobby's check)."""
+
+
 class MatchesService(matches_pb2_grpc.MatchesServicer):
-    def __init__(self, router: Router, spectators: Spectators | None = None) -> None:
+    def __init__(self, router: Router, consent: Consent | None = None, spectators: Spectators | None = None) -> None:
         self.router = router
+        self.consent = consent
         self.spectators = spectators if spectators is not None else Spectators(unix_ms, live)
         """Spectators of delayed tables (gateway/spectators.py); seats never go through it."""
 
@@ -118,6 +123,8 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         options: dict[str, Any] = MessageToDict(request.options, preserving_proto_field_name=True)
         if request.shared_device:
             options["shared_device"] = True
+        if self.consent is not None:
+            await self.consent(list(request.players), bearer(context, required=False))
         match_id = secrets.token_hex(8)
         tokens = [new_token() for _ in request.players]
         await self.router.owner(match_id).create(

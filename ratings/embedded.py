@@ -1,5 +1,6 @@
-"""Embedded mode: `tablehall serve` runs the rating and sweep task functions in its own process, on its
-event loop (blocking database work in threads), with no broker: one process is a whole service."""
+"""Embedded mode: `tablehall serve` runs the rating and sweep task functions with no broker: the sweep on its
+event loop (short database reads in threads), each match's rating — a replay of its log — in a process
+pool (`workers.offload`), so no rating holds the GIL the match clocks need."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy import Engine
 
 from ratings import rating, settings
 from ratings.sweep import Settle, sweep_once
+from workers import offload
 
 log = logging.getLogger("tablehall.ratings")
 
@@ -33,7 +35,10 @@ class EmbeddedJobs:
 
     async def rate(self, match_id: str) -> str:
         try:
-            return await asyncio.to_thread(rating.rate_match, self.engine, match_id)
+            if self.engine.url.database in (None, "", ":memory:"):  # private to this process: rate it here
+                return await asyncio.to_thread(rating.rate_match, self.engine, match_id)
+            url = self.engine.url.render_as_string(hide_password=False)
+            return rating.observe(await offload.run("ratings", rating.rate_by_url, url, match_id))
         except Exception:
             log.exception("match %s: rating failed (the backlog retries it)", match_id)
             return "failed"
@@ -80,3 +85,4 @@ async def embedded_jobs(
         for task in list(jobs.tasks):
             with contextlib.suppress(Exception):
                 await task
+        offload.shutdown()

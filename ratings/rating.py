@@ -87,40 +87,63 @@ def _read_only(engine: Engine) -> Any:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Rated:
+    """What rating one match did: its result, and for a match rated now its game and the lag since it ended
+    (recorded as metrics by the process that serves them, not by the pool's process that rated it)."""
+
+    result: str
+    game: str = ""
+    lag_s: float | None = None
+
+
 def rate_match(engine: Engine, match_id: str) -> str:
     """Rate one match once: `rated`, `already` (a marker exists), `skipped` (finished, nothing to rate:
     marked so), `not_finished`, `voided` or `unknown`. Safe to call any number of times, concurrently."""
-    result = _rate_match(engine, match_id)
-    metrics.RATED.labels(result).inc()
-    return result
+    return observe(_rate_match(engine, match_id))
 
 
-def _rate_match(engine: Engine, match_id: str) -> str:
+def rate_by_url(url: str, match_id: str) -> Rated:
+    """`rate_match` for a process pool (embedded mode): opens the database by its URL, records no metric."""
+    from workers.sql.migrate import engine_for
+
+    return _rate_match(engine_for(url), match_id)
+
+
+def observe(rated: Rated) -> str:
+    """Record one rating's metrics in this process; its result."""
+    metrics.RATED.labels(rated.result).inc()
+    if rated.lag_s is not None:
+        metrics.RATING_LAG.labels(rated.game).observe(rated.lag_s)
+    return rated.result
+
+
+def _rate_match(engine: Engine, match_id: str) -> Rated:
     with _read_only(engine) as conn, conn.begin():
         done = conn.execute(select(r.rated_matches.c.match_id).where(r.rated_matches.c.match_id == match_id))
         if done.first() is not None:
-            return "already"
+            return Rated("already")
         status = statuses(conn, [match_id]).get(match_id)
         if status is None:
-            return "unknown"
+            return Rated("unknown")
         if status == "in_progress":
-            return "not_finished"
+            return Rated("not_finished")
         if status != "finished":
-            return "voided"
+            return Rated("voided")
         found = load(conn, match_id)
     return apply(engine, found)
 
 
-def apply(engine: Engine, found: Finished) -> str:
+def apply(engine: Engine, found: Finished) -> Rated:
     now = now_ms()
     with engine.connect() as conn, conn.begin():
         marker = upsert(conn, r.rated_matches).values(
             match_id=found.match_id, game=found.game, result="rated" if found.ranks else "skipped", rated_unix_ms=now
         )
         if conn.execute(marker.on_conflict_do_nothing().returning(r.rated_matches.c.match_id)).first() is None:
-            return "already"
+            return Rated("already")
         if found.ranks is None:
-            return "skipped"
+            return Rated("skipped")
         ids = sorted(set(found.player_ids))
         fresh_rows = [
             {
@@ -161,9 +184,8 @@ def apply(engine: Engine, found: Finished) -> str:
                 for seat, pid in enumerate(found.player_ids)
             ],
         )
-    if found.ended_unix_ms:
-        metrics.RATING_LAG.labels(found.game).observe(max(0, now_ms() - found.ended_unix_ms) / 1000)
-    return "rated"
+    lag_s = max(0, now_ms() - found.ended_unix_ms) / 1000 if found.ended_unix_ms else None
+    return Rated("rated", found.game, lag_s)
 
 
 def backlog(engine: Engine, limit: int = 500) -> list[str]:

@@ -52,6 +52,13 @@ def add_commands(commands: Any) -> None:
     tables.add_argument("--game", default=SPECTACULAR_BID, choices=names())
     tables.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
     tables.set_defaults(run=run_tables)
+    lobby = kinds.add_parser("lobby", help="players join the Lobby's queue over a period; join→seated p50/p99")
+    lobby.add_argument("--players", type=int, default=2000)
+    lobby.add_argument("--over-s", type=float, default=60.0, help="the period the joins are spread over")
+    lobby.add_argument("--game", default=SPECTACULAR_BID, choices=names())
+    lobby.add_argument("--grace-s", type=float, default=60.0, help="how long after the last join to wait for seats")
+    lobby.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
+    lobby.set_defaults(run=run_lobby)
     log = kinds.add_parser("log", help="durable appends per second with group commit (the event log alone)")
     log.add_argument("--database-url", default=None, help="a scratch database (default: TABLEHALL_DATABASE_URL)")
     log.add_argument("--matches", type=int, default=500, help="concurrent matches")
@@ -147,6 +154,12 @@ def run_tables(args: argparse.Namespace) -> int:
     from tablehall.bench_tables import bench_tables
 
     return bench_tables(args.tables, args.game, args.database_url)
+
+
+def run_lobby(args: argparse.Namespace) -> int:
+    from tablehall.bench_lobby import bench_lobby
+
+    return bench_lobby(args.players, args.over_s, args.game, args.database_url, args.grace_s)
 
 
 def run_log(args: argparse.Namespace) -> int:

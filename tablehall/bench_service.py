@@ -97,9 +97,18 @@ def cpu_seconds(root: int | None) -> dict[str, float]:
         except OSError:
             continue
         words = [a.decode(errors="replace") for a in argv]
-        name = "gateway" if pid == root else " ".join(w for w in words[3:6] if w != "--ordinal") or str(pid)
-        out[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        name = "gateway" if pid == root else _role(words) or str(pid)
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return out
+
+
+def _role(words: list[str]) -> str:
+    """A child's name in the figures: a worker by its arguments, a pool process (ratings, pairing) as such."""
+    if any("multiprocessing.resource_tracker" in w for w in words):
+        return "pool tracker"
+    if any("multiprocessing" in w for w in words):
+        return "pool process"
+    return " ".join(w for w in words[3:6] if w != "--ordinal")
 
 
 def quantile(values: list[float], q: float) -> float:

@@ -121,6 +121,18 @@ def test_commands_latency_hop_commit_and_rating(served: Served, played: dict[str
     assert (value(found, "tablehall_rating_lag_seconds_count", game=SB) or 0) >= 1
     lag = value(found, "tablehall_rating_lag_seconds_sum", game=SB)
     assert lag is not None and 0 <= lag < 30
+    assert any("multiprocessing" in command for command in _children(served.process.pid)), (
+        "the rating replay ran in serve's own process, not in its pool"
+    )
+
+
+def _children(pid: int) -> list[str]:
+    """The command lines of a process's children (Linux /proc)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            found.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+    return found
 
 
 def test_a_refused_command_counts_by_its_code(served: Served, played: dict[str, Any]) -> None:

@@ -59,7 +59,7 @@ class TournamentRow(SQLModel, table=True):
     current_round: int = Field(sa_column=Column(Integer, nullable=False))
     created_unix_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
     spectator_delay_ms: int = Field(sa_column=Column(BigInteger, nullable=False, server_default="0"))
-    """How late spectators see the tables (revision 0005); 0: live."""
+    """How late spectators see the tables (revision 0006); 0: live."""
 
 
 class TournamentPlayerRow(SQLModel, table=True):

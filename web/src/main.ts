@@ -8,6 +8,7 @@ import { h, newUi, seatName, type Send } from "./dom";
 import { paintFiveClocks, renderFive } from "./five";
 import { paintClocks as paintSBClocks, renderSB } from "./sb";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { playPanel } from "./play";
 import { leaveTournament, routeTournament } from "./tournament";
 
 interface Table {
@@ -99,6 +100,7 @@ function lobby(message?: string): void {
       "div",
       { class: "lobby" },
       message ? h("p", { class: "notice" }, message) : null,
+      playPanel((matchId, key, names) => void joinWith(matchId, key, names), banner),
       h("form", { id: "create", onsubmit: create }, h("h2", {}, "New match"), h("label", {}, "Game ", game), h("label", {}, "Your name ", me), h("label", {}, "Other players ", others), sbOnly, fiveOnly, h("button", { type: "submit" }, "Create match")),
       h("form", { id: "join", onsubmit: join }, h("h2", {}, "Join a match"), h("label", {}, "Match ", matchId), h("label", {}, "Token ", token), h("button", { type: "submit" }, "Join")),
       h("p", { class: "notice" }, "Tournaments: ", h("a", { href: "#/organize" }, "organizer controls"), " · a tournament's page is #/t/<id>"),

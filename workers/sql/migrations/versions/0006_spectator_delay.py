@@ -1,7 +1,7 @@
 """Tournaments: how late spectators see their tables (`spectator_delay_ms`, 0 = live).
 
-Revision ID: 0005_spectator_delay
-Revises: 0004_leases
+Revision ID: 0006_spectator_delay
+Revises: 0005_lobby
 Create Date: 2026-12-02
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0005_spectator_delay"
-down_revision = "0004_leases"
+revision = "0006_spectator_delay"
+down_revision = "0005_lobby"
 branch_labels = None
 depends_on = None
 
