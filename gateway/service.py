@@ -121,7 +121,8 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         arrival = time.time_ns() // 1_000_000  # stamped before anything else (SB-10: arrival at the server)
         token = bearer(context, required=True)
         command = host_pb2.HostCommandRequest(
-            match_id=checked_id(request.match_id), token_sha256=token, action=request.action, arrival_unix_ms=arrival
+            match_id=checked_id(request.match_id), token_sha256=token, action=request.action, arrival_unix_ms=arrival,
+            views=request.views,
         )
         if request.HasField("seat"):
             command.seat = request.seat
@@ -133,6 +134,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
             match_id=checked_id(request.match_id),
             token_sha256=bearer(context, required=False),
             after_seq=request.after_seq,
+            views=request.views,
         )
         async for update in self.router.owner(request.match_id).watch(watch):
             yield update
@@ -156,7 +158,9 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 
         async def updates() -> None:
             try:
-                watch = host_pb2.HostWatchRequest(match_id=match_id, token_sha256=token, after_seq=first.after_seq)
+                watch = host_pb2.HostWatchRequest(
+                    match_id=match_id, token_sha256=token, after_seq=first.after_seq, views=first.views
+                )
                 async for update in owner.watch(watch):
                     await events.put(matches_pb2.PlayEvent(update=update))
                 await events.put(None)
@@ -169,8 +173,9 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                 async for request in requests:
                     unanswered += 1
                     arrival = time.time_ns() // 1_000_000
-                    command = host_pb2.HostCommandRequest(
-                        match_id=match_id, token_sha256=token, action=request.action, arrival_unix_ms=arrival
+                    command = host_pb2.HostCommandRequest(  # its result carries no view: the stream's update does
+                        match_id=match_id, token_sha256=token, action=request.action, arrival_unix_ms=arrival,
+                        no_view=True,
                     )
                     await events.put(matches_pb2.PlayEvent(result=await answer(owner, command, request.ref)))
             except Exception as error:  # the request stream itself failed (a message that cannot be read)
@@ -206,7 +211,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
     @edge
     async def GetView(self, request: matches_pb2.GetViewRequest, context: Context) -> matches_pb2.Update:
         view = host_pb2.HostViewRequest(
-            match_id=checked_id(request.match_id), token_sha256=bearer(context, required=False)
+            match_id=checked_id(request.match_id), token_sha256=bearer(context, required=False), views=request.views
         )
         return await self.router.owner(request.match_id).view(view)
 
