@@ -291,3 +291,9 @@ def five_own(state: Any, seat: int | None) -> set[str]:
 
 def quoted(names: Iterable[str]) -> list[bytes]:
     return [json.dumps(name).encode() for name in names]
+
+
+def framed(names: Iterable[str]) -> list[bytes]:
+    """Each name as the bytes of a protobuf string field holding it (the typed views): its length, then
+    itself (tiles and cards are short)."""
+    return [bytes([len(name)]) + name.encode() for name in names]

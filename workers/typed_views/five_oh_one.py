@@ -61,7 +61,7 @@ def _legal(entry: dict[str, JSON], hand: list[str]) -> views_pb2.FiveOhOneLegal:
         target: Any = entry["target"]
         give: Any = entry["give"]
         to = [int(seat) for seat in give["to"]]
-        gives = dict(zip(to, hand[-len(to):] if len(hand) >= len(to) else [], strict=False))
+        gives = dict(zip(to, hand[-len(to) :] if len(hand) >= len(to) else [], strict=False))
         declare = actions_pb2.Declare(trump=trumps[0], target=int(target["min"]), give=gives)
         return views_pb2.FiveOhOneLegal(
             action=actions_pb2.Action(declare=declare),
