@@ -45,9 +45,28 @@ def message(view: TableView) -> views_pb2.FiveOhOneView:
         out.marriages.add(seat=marriage.seat, suit=marriage.suit.value, value=marriage.value)
     for entry in view.legal:
         out.legal.add(**_legal(entry, hand or []))
-    for result in view.results:
-        out.hands.add(**_hand(result))
+    out.MergeFromString(_hands(view.results))
     return out
+
+
+_SCORED: dict[int, tuple[tuple[HandResult, ...], bytes]] = {}
+"""The scored hands already converted, by the identity of the state's tuple (the same for every seat and
+every change until the next hand is scored), as the serialized `hands` field: merged in C, not rebuilt."""
+KEPT = 4096
+
+
+def _hands(results: tuple[HandResult, ...]) -> bytes:
+    known = _SCORED.get(id(results))
+    if known is not None and known[0] is results:
+        return known[1]
+    scored = views_pb2.FiveOhOneView()
+    for result in results:
+        scored.hands.add(**_hand(result))
+    encoded = scored.SerializeToString()
+    if len(_SCORED) >= KEPT:
+        _SCORED.clear()
+    _SCORED[id(results)] = (results, encoded)  # the tuple is kept: its id is not reused while cached
+    return encoded
 
 
 def _legal(entry: dict[str, JSON], hand: list[str]) -> dict[str, Any]:
