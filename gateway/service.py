@@ -97,20 +97,23 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         self.spectators = spectators if spectators is not None else Spectators(unix_ms, live)
         """Spectators of delayed tables (gateway/spectators.py); seats never go through it."""
 
-    async def updates(self, match_id: str, token: bytes, after_seq: int) -> AsyncIterator[matches_pb2.Update]:
+    async def updates(
+        self, match_id: str, token: bytes, after_seq: int, views: matches_pb2.ViewFormat.ValueType
+    ) -> AsyncIterator[matches_pb2.Update]:
         """What Watch sends: a seat's updates at once; a spectator's once the table's delay allows."""
         if not token:
             delayed = await self.spectators.table(match_id, lambda: self._spectating(match_id))
             if delayed is not None:
                 async for update in delayed.updates(after_seq):
-                    yield update
+                    yield in_form(update, views)
                 return
-        watch = host_pb2.HostWatchRequest(match_id=match_id, token_sha256=token, after_seq=after_seq)
+        watch = host_pb2.HostWatchRequest(match_id=match_id, token_sha256=token, after_seq=after_seq, views=views)
         async for update in self.router.owner(match_id).watch(watch):
             yield update
 
     def _spectating(self, match_id: str) -> AsyncIterator[matches_pb2.Update]:
-        """A spectator's every update of the match from the first (what a delayed table's buffer holds)."""
+        """A spectator's every update of the match from the first, in both forms (what a delayed table's
+        buffer holds; each spectator gets the form it asked: `in_form`)."""
         return self.router.owner(match_id).watch(host_pb2.HostWatchRequest(match_id=match_id, after_seq=0))
 
     @edge
@@ -148,7 +151,8 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         arrival = time.time_ns() // 1_000_000  # stamped before anything else (SB-10: arrival at the server)
         token = bearer(context, required=True)
         command = host_pb2.HostCommandRequest(
-            match_id=checked_id(request.match_id), token_sha256=token, action=request.action, arrival_unix_ms=arrival
+            match_id=checked_id(request.match_id), token_sha256=token, action=request.action, arrival_unix_ms=arrival,
+            views=request.views,
         )
         if request.HasField("seat"):
             command.seat = request.seat
@@ -157,7 +161,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
     @edge_stream
     async def Watch(self, request: matches_pb2.WatchRequest, context: Context) -> AsyncIterator[matches_pb2.Update]:
         token = bearer(context, required=False)
-        async for update in self.updates(checked_id(request.match_id), token, request.after_seq):
+        async for update in self.updates(checked_id(request.match_id), token, request.after_seq, request.views):
             yield update
 
     @edge_stream
@@ -179,7 +183,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 
         async def updates() -> None:
             try:
-                async for update in self.updates(match_id, token, first.after_seq):
+                async for update in self.updates(match_id, token, first.after_seq, first.views):
                     await events.put(matches_pb2.PlayEvent(update=update))
                 await events.put(None)
             except Exception as error:
@@ -191,8 +195,9 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                 async for request in requests:
                     unanswered += 1
                     arrival = time.time_ns() // 1_000_000
-                    command = host_pb2.HostCommandRequest(
-                        match_id=match_id, token_sha256=token, action=request.action, arrival_unix_ms=arrival
+                    command = host_pb2.HostCommandRequest(  # its result carries no view: the stream's update does
+                        match_id=match_id, token_sha256=token, action=request.action, arrival_unix_ms=arrival,
+                        no_view=True,
                     )
                     await events.put(matches_pb2.PlayEvent(result=await answer(owner, command, request.ref)))
             except Exception as error:  # the request stream itself failed (a message that cannot be read)
@@ -231,8 +236,8 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         if not token:
             delayed = await self.spectators.table(match_id, lambda: self._spectating(match_id))
             if delayed is not None:
-                return delayed.view()
-        view = host_pb2.HostViewRequest(match_id=match_id, token_sha256=token)
+                return in_form(delayed.view(), request.views)
+        view = host_pb2.HostViewRequest(match_id=match_id, token_sha256=token, views=request.views)
         return await self.router.owner(match_id).view(view)
 
     @edge
@@ -307,3 +312,16 @@ def _rating(row: Any) -> matches_pb2.Rating:
     return matches_pb2.Rating(
         player=row.player, game=row.game, mu=row.mu, sigma=row.sigma, ordinal=row.ordinal, games=row.games
     )
+
+
+def in_form(update: matches_pb2.Update, views: matches_pb2.ViewFormat.ValueType) -> matches_pb2.Update:
+    """A delayed spectator's update (held in both forms) in the form the spectator asked."""
+    if views == matches_pb2.VIEW_FORMAT_BOTH:
+        return update
+    shown = matches_pb2.Update()
+    shown.CopyFrom(update)
+    if views == matches_pb2.VIEW_FORMAT_TYPED:
+        shown.ClearField("view_json")
+    else:
+        shown.ClearField("view")
+    return shown

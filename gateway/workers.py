@@ -262,7 +262,7 @@ class Routed:
         after = request.after_seq
         while True:
             resumed = host_pb2.HostWatchRequest(
-                match_id=request.match_id, token_sha256=request.token_sha256, after_seq=after
+                match_id=request.match_id, token_sha256=request.token_sha256, after_seq=after, views=request.views
             )
             updates, first = await self._call(_opening(resumed))
             if first is None:

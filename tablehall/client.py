@@ -7,6 +7,9 @@
         async for seq, view in ana.watch(after_seq=seq): ...
 
 Actions are written as record events (RECORDS.md): `{"do": "play", "tile": "6-4", "end": "E"}`.
+Views come as dicts (the shape of view_json, converted from the typed view with `view_dict`); the typed
+view messages themselves (views.proto) come from `typed_view`, `updates` and `Session.events(typed=True)`.
+The client asks the service for typed views only (VIEW_FORMAT_TYPED): no JSON is built for it.
 """
 
 from __future__ import annotations
@@ -20,8 +23,15 @@ from typing import Any
 
 import grpc
 from google.protobuf.json_format import ParseDict
+from google.protobuf.message import Message
 
 from protos.tablehall.v1 import matches_pb2, matches_pb2_grpc
+from workers.typed_views import as_dict, typed_of, view_dict
+from workers.typed_views.legal import action_message
+
+__all__ = ["action_message", "as_dict", "typed_of", "view_dict"]  # the SDK's helpers, from their one home
+
+TYPED = matches_pb2.VIEW_FORMAT_TYPED
 
 ERROR_CODE_KEY = "tablehall-error"
 REACH_S = 3.0
@@ -66,33 +76,6 @@ class ServiceUnreachable(ConnectionError):
         return ServiceUnreachable(f"no tablehall service answers at {address} ({reason})")
 
 
-_KINDS = {
-    field.name: getattr(matches_pb2, field.message_type.name)
-    for field in matches_pb2.Action.DESCRIPTOR.fields
-    if field.message_type is not None
-}
-
-
-def action_message(action: Mapping[str, Any]) -> matches_pb2.Action:
-    """A record-style action as the typed wire message (built directly; anything unusual goes through
-    protobuf's JSON parser, which also words the error)."""
-    fields = dict(action)
-    do = fields.pop("do", None)
-    kind = {"raise": "raise_", "pass": "pass_"}.get(str(do), str(do))
-    if kind not in _KINDS:
-        raise ValueError(f"unknown action {do!r}")
-    give = fields.get("give")
-    try:
-        if isinstance(give, Mapping):
-            fields["give"] = {int(seat): card for seat, card in give.items()}
-        return matches_pb2.Action(**{kind: _KINDS[kind](**fields)})
-    except (TypeError, ValueError):
-        message = matches_pb2.Action()
-        ParseDict({k: v for k, v in action.items() if k != "do"}, getattr(message, kind))
-        getattr(message, kind).SetInParent()
-        return message
-
-
 @dataclass(frozen=True, slots=True)
 class CreatedMatch:
     match_id: str
@@ -110,31 +93,47 @@ class SeatClient:
         self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
 
     async def act(self, action: Mapping[str, Any], seat: int | None = None) -> tuple[int, dict[str, Any]]:
-        request = matches_pb2.ActRequest(match_id=self.match_id, action=action_message(action))
+        request = matches_pb2.ActRequest(match_id=self.match_id, action=action_message(action), views=TYPED)
         if seat is not None:
             request.seat = seat
         try:
             reply = await self.stub.Act(request, metadata=self.metadata)
         except grpc.aio.AioRpcError as error:
             raise TablehallError.of(error) from None
-        return reply.seq, json.loads(reply.view_json)
+        return reply.seq, view_dict(reply)
 
     async def session(self, after_seq: int = 0) -> Session:
         """Open a `Play` stream for this seat (commands and updates on one connection stream)."""
         call = self.stub.Play(metadata=self.metadata)
-        await call.write(matches_pb2.PlayRequest(match_id=self.match_id, after_seq=after_seq))
+        await call.write(matches_pb2.PlayRequest(match_id=self.match_id, after_seq=after_seq, views=TYPED))
         return Session(call)
 
     async def view(self) -> tuple[int, dict[str, Any]]:
+        update = await self.update()
+        return update.seq, view_dict(update)
+
+    async def typed_view(self) -> tuple[int, Message]:
+        """The current view as its typed message (views.proto: SpectacularBidView or FiveOhOneView)."""
+        update = await self.update()
+        typed = typed_of(update)
+        assert typed is not None, "the service sent no typed view"
+        return update.seq, typed
+
+    async def update(self, views: int = TYPED) -> matches_pb2.Update:
+        """The current view once, as the raw Update (GetView)."""
+        request = matches_pb2.GetViewRequest(match_id=self.match_id, views=views)  # type: ignore[arg-type]
         try:
-            update = await self.stub.GetView(matches_pb2.GetViewRequest(match_id=self.match_id), metadata=self.metadata)
+            update: matches_pb2.Update = await self.stub.GetView(request, metadata=self.metadata)
+            return update
         except grpc.aio.AioRpcError as error:
             raise TablehallError.of(error) from None
-        return update.seq, json.loads(update.view_json)
 
-    async def updates(self, after_seq: int = 0) -> AsyncIterator[matches_pb2.Update]:
-        """The raw stream: one Update per change after `after_seq`; it ends when the match does."""
-        request = matches_pb2.WatchRequest(match_id=self.match_id, after_seq=after_seq)
+    async def updates(
+        self, after_seq: int = 0, views: int = matches_pb2.VIEW_FORMAT_BOTH
+    ) -> AsyncIterator[matches_pb2.Update]:
+        """The raw stream: one Update per change after `after_seq`; it ends when the match does. By default
+        each carries both the typed view and view_json (`views`: matches.proto ViewFormat)."""
+        request = matches_pb2.WatchRequest(match_id=self.match_id, after_seq=after_seq, views=views)  # type: ignore[arg-type]
         call = self.stub.Watch(request, metadata=self.metadata)
         try:
             async for update in call:
@@ -146,8 +145,8 @@ class SeatClient:
                 call.cancel()  # a caller that stops reading early closes the stream now, not at garbage collection
 
     async def watch(self, after_seq: int = 0) -> AsyncIterator[tuple[int, dict[str, Any]]]:
-        async for update in self.updates(after_seq):
-            yield update.seq, json.loads(update.view_json)
+        async for update in self.updates(after_seq, TYPED):
+            yield update.seq, view_dict(update)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,12 +178,14 @@ class Session:
                 raise TablehallError.of(error) from None
         return ref
 
-    async def events(self) -> AsyncIterator[tuple[int, dict[str, Any]] | Result]:
-        """`(seq, view)` for each update and a `Result` for each command, until the match ends."""
+    async def events(self, typed: bool = False) -> AsyncIterator[tuple[int, Any] | Result]:
+        """`(seq, view)` for each update and a `Result` for each command, until the match ends; the view is
+        a dict (view_json's shape), or with `typed` the view's message (views.proto)."""
         try:
             async for event in self.call:
                 if event.HasField("update"):
-                    yield event.update.seq, json.loads(event.update.view_json)
+                    update = event.update
+                    yield update.seq, typed_of(update) if typed else view_dict(update)
                 else:
                     result = event.result
                     error = None

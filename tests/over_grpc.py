@@ -69,6 +69,9 @@ def serve(
     return asyncio.run(main())
 
 
+BOTH = matches_pb2.VIEW_FORMAT_BOTH
+
+
 class Recorder:
     """Stands in for the SDK's stub and keeps every Update and ActResponse it hands back."""
 
@@ -77,11 +80,13 @@ class Recorder:
         self.received: list[matches_pb2.Update | matches_pb2.ActResponse] = []
 
     async def Act(self, request: matches_pb2.ActRequest, **kw: Any) -> matches_pb2.ActResponse:
+        request.views = BOTH  # recorded in both forms: the tests read view_json and the leak tests both
         reply: matches_pb2.ActResponse = await self.stub.Act(request, **kw)
         self.received.append(reply)
         return reply
 
     async def GetView(self, request: matches_pb2.GetViewRequest, **kw: Any) -> matches_pb2.Update:
+        request.views = BOTH
         reply: matches_pb2.Update = await self.stub.GetView(request, **kw)
         self.received.append(reply)
         return reply
@@ -286,3 +291,9 @@ def five_own(state: Any, seat: int | None) -> set[str]:
 
 def quoted(names: Iterable[str]) -> list[bytes]:
     return [json.dumps(name).encode() for name in names]
+
+
+def framed(names: Iterable[str]) -> list[bytes]:
+    """Each name as the bytes of a protobuf string field holding it (the typed views): its length, then
+    itself (tiles and cards are short)."""
+    return [bytes([len(name)]) + name.encode() for name in names]

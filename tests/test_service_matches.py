@@ -16,6 +16,7 @@ from tests.over_grpc import (
     bot_match,
     five_hidden,
     five_own,
+    framed,
     quoted,
     sb_hidden,
     sb_own,
@@ -128,11 +129,13 @@ def assert_no_leak(
             raw = message.SerializeToString()
             state = snapshots[message.seq - 1].state
             secret = hidden(state, seat)
-            leaked = [name for name in quoted(secret) if name in raw]
+            # both forms of the view: view_json (quoted names) and the typed view (framed names); a seat's
+            # own hand, looked for in both, shows that both were on the wire
+            leaked = [name for name in [*quoted(secret), *framed(secret)] if name in raw]
             assert not leaked, f"seat {seat} received hidden {leaked} at seq {message.seq}"
             mine = own(state, seat)
-            # the check can see what it looks for: one's own tiles or cards are on the wire, quoted
-            assert all(name in raw for name in quoted(mine)), f"seat {seat} did not get its own hand"
+            # the check can see what it looks for: one's own tiles or cards are on the wire, in both forms
+            assert all(name in raw for name in [*quoted(mine), *framed(mine)]), f"seat {seat} did not get its own hand"
             shown_own += bool(mine)
         assert (shown_own > 0) == (seat is not None)
 

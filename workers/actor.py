@@ -137,8 +137,9 @@ class MatchActor(Published):
 
     async def command(
         self, token_sha256: bytes, claimed: int | None, action: dict[str, JSON], arrival_unix_ms: int
-    ) -> tuple[int, str]:
-        """Apply one seat's command at its stamped arrival; acknowledged only once it is in the log."""
+    ) -> tuple[int, Seat]:
+        """Apply one seat's command at its stamped arrival; acknowledged only once it is in the log: the
+        change it made and the seat that made it (whose view `reply` shows)."""
         seat = self.seat_of(token_sha256)
         if claimed is not None and claimed != seat:
             raise NotYourSeat(f"this token acts for seat {seat}, not seat {claimed}")
@@ -147,7 +148,7 @@ class MatchActor(Published):
 
     async def _command(
         self, seat: Seat, parsed: Any, action: dict[str, JSON], arrival_unix_ms: int
-    ) -> tuple[int, str]:
+    ) -> tuple[int, Seat]:
         if self.closed:  # its partition left this worker after the command was queued: nothing was done
             raise NotOwner(f"this worker no longer serves match {self.match_id}")
         if self.seq == 0:
@@ -157,7 +158,7 @@ class MatchActor(Published):
         match, _ = self.match.apply(seat, parsed, now)
         change = self.seq + 1
         await self._commit(match, [("command", seat, action, now)], now)
-        return change, self.view_json(seat, change)
+        return change, seat
 
     async def void(self, reason: str, at_ms: Millis) -> None:
         """SB-11: a proven service fault ends the match with no result, the reason in the log."""

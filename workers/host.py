@@ -375,23 +375,23 @@ class MatchHost:
         actor = await self.actor(request.match_id)
         claimed = request.seat if request.HasField("seat") else None
         try:
-            seq, view = await actor.command(
+            seq, seat = await actor.command(
                 request.token_sha256, claimed, action_json(request.action), request.arrival_unix_ms
             )
         finally:
             kind = request.action.WhichOneof("kind") or "none"
             metrics.COMMAND.labels(actor.entry.game, kind.rstrip("_")).observe(time.perf_counter() - started)
-        return matches_pb2.ActResponse(seq=seq, view_json=view)
+        return actor.reply(seat, seq, request.views, with_view=not request.no_view)
 
     async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
         actor = await self.actor(request.match_id)
-        async for update in actor.watch(request.token_sha256, request.after_seq):
+        async for update in actor.watch(request.token_sha256, request.after_seq, request.views):
             yield update
 
     async def view(self, request: host_pb2.HostViewRequest) -> matches_pb2.Update:
         actor = await self.actor(request.match_id)
         seat = actor.seat_of(request.token_sha256) if request.token_sha256 else None
-        return actor.update(seat, actor.seq)
+        return actor.update(seat, actor.seq, request.views)
 
     async def record(self, request: host_pb2.HostRecordRequest) -> matches_pb2.Record:
         record = (await self.actor(request.match_id)).record()

@@ -1,6 +1,7 @@
 """What a match actor shows: each published change as a numbered snapshot, each seat's view of it (the
-newest cached, shared by a command's reply and the stream), the watchers woken by every change, and the
-record once the match is over. Built from the match as the log holds it; the actor (workers/actor.py)
+newest cached, shared by a command's reply and every watcher of that seat: the typed message built once,
+the JSON only when someone asks for it), the watchers woken by every change, and the record once the match
+is over. Built from the match as the log holds it; the actor (workers/actor.py)
 changes it, through its mailbox, and publishes each change here."""
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from google.protobuf.message import Message
+
 from protos.tablehall.v1 import matches_pb2
 from workers.commitments import Commitment
 from workers.errors import NotFinished, Unauthenticated, Unavailable
@@ -20,6 +23,38 @@ from workers.games.errors import MalformedAction
 from workers.games.records import Match
 from workers.replay_log import Position
 from workers.storage import MatchEntry
+from workers.typed_views import FIELDS, typed_view
+
+TYPED, JSON_ONLY = matches_pb2.VIEW_FORMAT_TYPED, matches_pb2.VIEW_FORMAT_JSON
+
+
+class Shown:
+    """One seat's view of one change, in the forms asked so far: each built at most once, then shared."""
+
+    __slots__ = ("_json", "_typed", "game", "view")
+
+    def __init__(self, game: str, view: Any) -> None:
+        self.game = game
+        self.view = view
+        self._typed: Message | None = None
+        self._json: str | None = None
+
+    def typed(self) -> Message:
+        if self._typed is None:
+            self._typed = typed_view(self.game, self.view)
+        return self._typed
+
+    def json(self) -> str:
+        if self._json is None:
+            self._json = json.dumps(self.view.to_json(), separators=(",", ":"))
+        return self._json
+
+    def fill(self, carrier: matches_pb2.Update | matches_pb2.ActResponse, views: int) -> None:
+        """Put the view in an Update or ActResponse in the form asked (matches.proto ViewFormat)."""
+        if views != JSON_ONLY:
+            getattr(carrier, FIELDS[self.game]).CopyFrom(self.typed())
+        if views != TYPED:
+            carrier.view_json = self.json()
 
 
 class Published:
@@ -30,7 +65,7 @@ class Published:
         self.snapshots: list[Match] = [position.match] if position.change else []
         self.first_seq = max(1, position.change)
         """The first change in `snapshots` (a match restored from a snapshot starts there)."""
-        self.views: dict[tuple[int, Seat | None], str] = {}
+        self.views: dict[tuple[int, Seat | None], Shown] = {}
         self.watchers: set[asyncio.Event] = set()
         self.closed = False
 
@@ -58,32 +93,42 @@ class Published:
                 return Seat(seat)
         raise Unauthenticated(f"that token is not a seat of match {self.match_id}")
 
-    def view_json(self, seat: Seat | None, seq: int) -> str:
-        """A seat's view at `seq` as sent on the wire; the newest are cached (the reply and the stream share)."""
+    def shown(self, seat: Seat | None, seq: int) -> Shown:
+        """A seat's view at `seq`; the newest are cached (the reply and every watcher of the seat share)."""
         key = (seq, seat)
         cached = self.views.get(key)
         if cached is None:
-            view = self.game.view(self.at(seq).state, seat)
-            cached = json.dumps(view.to_json(), separators=(",", ":"))
+            cached = Shown(self.game.name, self.game.view(self.at(seq).state, seat))
             if seq >= self.seq - 1:
                 self.views[key] = cached
         return cached
+
+    def view_json(self, seat: Seat | None, seq: int) -> str:
+        """A seat's view at `seq` as view_json carries it."""
+        return self.shown(seat, seq).json()
+
+    def reply(self, seat: Seat, seq: int, views: int, with_view: bool = True) -> matches_pb2.ActResponse:
+        """A command's answer: the change it made and, unless not wanted, the caller's view after it."""
+        reply = matches_pb2.ActResponse(seq=seq)
+        if with_view:
+            self.shown(seat, seq).fill(reply, views)
+        return reply
 
     def at(self, seq: int) -> Match:
         """The match as published at change `seq` (0: as created, before its start)."""
         return self.position.match if seq == 0 == self.seq else self.snapshots[seq - self.first_seq]
 
-    def update(self, seat: Seat | None, seq: int) -> matches_pb2.Update:
+    def update(self, seat: Seat | None, seq: int, views: int = matches_pb2.VIEW_FORMAT_BOTH) -> matches_pb2.Update:
         snapshot = self.at(seq)
         published = self.commitments[: len(snapshot.deals)]
         update = matches_pb2.Update(
             match_id=self.match_id,
             seq=seq,
             seat=seat,
-            view_json=self.view_json(seat, seq),
             commitments=[matches_pb2.Commitment(deal=i, sha256=c.sha256) for i, c in enumerate(published)],
             over=snapshot.over,
         )
+        self.shown(seat, seq).fill(update, views)
         if seq == 0:
             update.starts_unix_ms = self.entry.created_unix_ms
         # the service's clock reading (matches.proto Update.match_time_ms): match time as the actor times
@@ -99,7 +144,9 @@ class Published:
         hosting = getattr(self, "hosting", None)
         return int(hosting.clock()) if hosting is not None else time.time_ns() // 1_000_000
 
-    async def watch(self, token_sha256: bytes, after_seq: int) -> AsyncIterator[matches_pb2.Update]:
+    async def watch(
+        self, token_sha256: bytes, after_seq: int, views: int = matches_pb2.VIEW_FORMAT_BOTH
+    ) -> AsyncIterator[matches_pb2.Update]:
         """The caller's view after every change past `after_seq`; ends after the match ends."""
         seat = self.seat_of(token_sha256) if token_sha256 else None
         if after_seq > self.seq:
@@ -112,7 +159,7 @@ class Published:
             next_seq = after_seq + 1
             while not self.closed:
                 while next_seq <= self.seq:
-                    yield self.update(seat, next_seq)
+                    yield self.update(seat, next_seq, views)
                     next_seq += 1
                 if self.snapshots and self.snapshots[-1].over:
                     return

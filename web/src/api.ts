@@ -3,9 +3,13 @@
 // events ({"do": "play", "tile": "6-4", "end": "E"}), exactly as the views list them in `legal`.
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
-import { Matches, type Action, type Update } from "./gen/protos/tablehall/v1/matches_pb";
+import { type Action } from "./gen/protos/tablehall/v1/actions_pb";
+import { Matches, ViewFormat, type Update } from "./gen/protos/tablehall/v1/matches_pb";
 
 export type View = Record<string, any>;
+
+/** The page reads view_json (matches.proto, deprecated: its last release) and asks for it alone. */
+const JSON_VIEWS = ViewFormat.JSON;
 export type Act = Record<string, any> & { do: string };
 
 export const protocol = new URLSearchParams(location.search).get("protocol") === "grpc-web" ? "grpc-web" : "connect";
@@ -51,18 +55,18 @@ export function actionMessage(action: Act): Action {
 }
 
 export async function act(matchId: string, token: string, action: Act): Promise<{ seq: bigint; view: View }> {
-  const reply = await matches.act({ matchId, action: actionMessage(action) }, auth(token));
+  const reply = await matches.act({ matchId, action: actionMessage(action), views: JSON_VIEWS }, auth(token));
   return { seq: reply.seq, view: JSON.parse(reply.viewJson) };
 }
 
 export async function getView(matchId: string, token: string | null): Promise<{ seq: bigint; view: View }> {
-  const update = await matches.getView({ matchId }, auth(token));
+  const update = await matches.getView({ matchId, views: JSON_VIEWS }, auth(token));
   return { seq: update.seq, view: JSON.parse(update.viewJson) };
 }
 
 /** The seat's updates after `afterSeq`, until the match ends or `signal` aborts. */
 export function watch(matchId: string, token: string | null, afterSeq: bigint, signal: AbortSignal): AsyncIterable<Update> {
-  return matches.watch({ matchId, afterSeq }, { ...auth(token), signal });
+  return matches.watch({ matchId, afterSeq, views: JSON_VIEWS }, { ...auth(token), signal });
 }
 
 const HEADLINES: Partial<Record<Code, string>> = {

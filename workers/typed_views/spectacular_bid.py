@@ -1,0 +1,134 @@
+"""A Spectacular Bid view as its typed message (views.proto SpectacularBidView), and back as the dict
+view_json carries (the test that compares the two keeps them equal field for field)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protos.tablehall.v1 import views_pb2
+from workers.games.catalog import SPECTACULAR_BID
+from workers.games.engine import JSON
+from workers.games.spectacular_bid.view import LayoutView, MatchView
+from workers.typed_views.legal import action_dict, action_fields
+
+ARMS = (("W", "west"), ("E", "east"), ("N", "north"), ("S", "south"))
+"""view_json's layout.lines keys and the typed layout's fields."""
+DECLINED = "declined"
+
+
+def message(view: MatchView) -> views_pb2.SpectacularBidView:
+    """The typed view, built straight from the engine's view (no JSON in between; nested messages are
+    added in place, from keywords, which protobuf builds fastest)."""
+    nested: dict[str, Any] = {  # messages as keywords (the stubs type them as messages)
+        "hand": None if view.hand is None else {"tiles": view.hand},
+        "layout": _layout(view.layout),
+        "auction": None if view.auction is None else {"bid": view.auction[0], "bidder": view.auction[1]},
+        "final_round": None if view.final_round is None else _round(view.final_round),
+    }
+    out = views_pb2.SpectacularBidView(
+        seat=view.seat, status=view.status, phase=view.phase, round=view.round, turn=view.turn,
+        points=view.points, banks_ms=view.banks_ms, clock_running=view.clock_running,
+        decision_since_ms=view.decision_since_ms, delay_ms=view.delay_ms, deadline_ms=view.deadline_ms,
+        hand_sizes=view.hand_sizes, boneyard_size=view.boneyard_size, jockey=view.jockey, leader=view.leader,
+        ready=view.ready, hand_over=view.hand_over, winner=view.winner, reason=view.reason,
+        void_reason=view.void_reason, **nested,
+    )  # fmt: skip
+    add = out.legal.add
+    for entry, count in zip(view.legal, view.counts, strict=True):
+        add(action=action_fields(entry), count=count)
+    add_round = out.past_rounds.add
+    for summary in view.past_rounds:
+        add_round(**_round(summary))
+    return out
+
+
+def _layout(layout: LayoutView) -> dict[str, Any]:
+    lines = dict(layout.lines)
+    return {
+        "lead": layout.lead,
+        **{name: lines[end] for end, name in ARMS},
+        "spinner": layout.spinner,
+        "open_ends": dict(layout.open_ends),
+        "count": layout.count,
+    }
+
+
+def _round(summary: dict[str, JSON]) -> dict[str, Any]:
+    """A round's summary as the keywords of its message."""
+    auction: Any = summary["auction"]
+    return {
+        "end": summary["end"],
+        "jockey": summary["jockey"],
+        "lead_by": summary["lead_by"],
+        "auction_declined": auction == DECLINED,
+        "sale": auction if isinstance(auction, dict) else None,
+        "domino_by": summary.get("domino_by"),
+        "block": summary.get("block"),
+    }
+
+
+def as_dict(view: views_pb2.SpectacularBidView) -> dict[str, JSON]:
+    """The typed view as the dict view_json holds (what clients that read dicts keep reading)."""
+    layout = view.layout
+    return {
+        "game": SPECTACULAR_BID,
+        "seat": view.seat if view.HasField("seat") else None,
+        "status": view.status,
+        "phase": view.phase,
+        "round": view.round,
+        "turn": view.turn if view.HasField("turn") else None,
+        "points": list(view.points),
+        "banks_ms": list(view.banks_ms),
+        "clock_running": view.clock_running if view.HasField("clock_running") else None,
+        "decision_since_ms": view.decision_since_ms if view.HasField("decision_since_ms") else None,
+        "delay_ms": view.delay_ms,
+        "deadline_ms": view.deadline_ms if view.HasField("deadline_ms") else None,
+        "hand": list(view.hand.tiles) if view.HasField("hand") else None,
+        "hand_sizes": list(view.hand_sizes),
+        "boneyard_size": view.boneyard_size,
+        "layout": {
+            "lead": layout.lead if layout.HasField("lead") else None,
+            "lines": {end: list(getattr(layout, name)) for end, name in ARMS},
+            "spinner": layout.spinner if layout.HasField("spinner") else None,
+            "open_ends": dict(layout.open_ends),
+            "count": layout.count,
+        },
+        "jockey": view.jockey if view.HasField("jockey") else None,
+        "leader": view.leader if view.HasField("leader") else None,
+        "auction": {"bid": view.auction.bid, "bidder": view.auction.bidder} if view.HasField("auction") else None,
+        "ready": list(view.ready),
+        "hand_over": view.hand_over,
+        "winner": view.winner if view.HasField("winner") else None,
+        "reason": view.reason if view.HasField("reason") else None,
+        "void_reason": view.void_reason if view.HasField("void_reason") else None,
+        "legal": [action_dict(entry.action) for entry in view.legal],
+        "counts": [(entry.count if entry.HasField("count") else None) for entry in view.legal],
+        "past_rounds": [_round_dict(r) for r in view.past_rounds],
+        "final_round": _round_dict(view.final_round) if view.HasField("final_round") else None,
+    }
+
+
+def _round_dict(summary: views_pb2.SpectacularBidRound) -> dict[str, JSON]:
+    auction: JSON = None
+    if summary.auction_declined:
+        auction = DECLINED
+    elif summary.HasField("sale"):
+        sale = summary.sale
+        auction = {"winner": sale.winner, "bid": sale.bid, "paid": sale.paid}
+    out: dict[str, JSON] = {
+        "end": summary.end if summary.HasField("end") else None,
+        "jockey": summary.jockey if summary.HasField("jockey") else None,
+        "lead_by": summary.lead_by if summary.HasField("lead_by") else None,
+        "auction": auction,
+    }
+    if summary.HasField("domino_by"):
+        out["domino_by"] = summary.domino_by
+    if summary.HasField("block"):
+        block = summary.block
+        out["block"] = {
+            "sums": list(block.sums),
+            "to": block.to if block.HasField("to") else None,
+            "owed": block.owed,
+            "short": block.short,
+        }
+    return out
