@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tablehall.bots import run_bot
+from tablehall.cli import parser
 from tablehall.client import Client
 from tablehall.selfplay import self_play
 from tests.test_bots import serve
@@ -145,3 +148,12 @@ def test_a_search_bot_plays_a_whole_match_over_grpc() -> None:
 
     finals = serve(body, timeout=120)
     assert all(f["status"] == "finished" for f in finals)
+
+
+def test_the_bot_command_takes_a_level_and_refuses_contradictions() -> None:
+    base = [sys.executable, "-m", "tablehall.cli", "bot", "--match", "m", "--token", "t", "--address", "127.0.0.1:1"]
+    for extra, said in ((["--greedy", "--level", "search"], "contradicts"), (["--move-ms", "0"], "--move-ms")):
+        run = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60, check=False)
+        assert run.returncode == 2 and said in run.stderr and "Traceback" not in run.stderr
+    parsed = parser().parse_args(["bot", "--match", "m", "--token", "t", "--level", "search", "--move-ms", "50"])
+    assert (parsed.level, parsed.move_ms, parsed.greedy) == ("search", 50, False)

@@ -28,6 +28,8 @@ GAME = SpectacularBid()
 DECIDING = (Phase.AUCTION, Phase.LEAD, Phase.PLAY)
 BIDS_SEARCHED = 3
 """The auction's bids the tree tries: the three lowest amounts (every amount up to a balance is too wide)."""
+SCALE = 60
+"""A round's swing in the points difference that counts as a whole win or loss of its reward."""
 FOREVER = Millis(10**12)
 NOW = Millis(0)
 
@@ -126,8 +128,10 @@ class SbWorlds:
     def values(self, state: State) -> Sequence[float]:
         if state.phase is Phase.OVER:
             return [1.0 if state.winner == s else 0.0 for s in (0, 1)]
-        total = sum(state.points) or 1
-        return [p / total for p in state.points]
+        before, after = self.shown.points, state.points
+        gained = (after[0] - after[1]) - (before[0] - before[1])  # what the round moved towards seat 0
+        zero = min(1.0, max(0.0, 0.5 + gained / (2 * SCALE)))
+        return [zero, 1.0 - zero]
 
 
 def _kept(action: object, actions: Sequence[object]) -> bool:
