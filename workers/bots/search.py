@@ -21,8 +21,12 @@ from workers.bots.worlds import Move, State, Worlds
 from workers.games.catalog import FIVE_OH_ONE
 from workers.games.engine import Seat
 
-EXPLORATION = 0.7
+EXPLORATION = 0.3
 """UCB's exploration constant, for rewards in [0, 1]."""
+OPPONENTS_IN_TREE = False
+"""False: the other seats move by the greedy policy inside the tree too, and the tree branches on this seat's
+own decisions only (its information set's action history). True: every seat's moves are branches chosen by
+UCB for that seat's reward (plain SO-ISMCTS). The bench measures the first stronger against greedy play."""
 MAX_PLAYOUT = 200
 """A playout longer than this many moves stops where it is (a guard; rounds and hands are shorter)."""
 
@@ -90,6 +94,12 @@ def _iterate(worlds: Worlds, root: Node, root_moves: list[Move], rng: random.Ran
     seat: Seat | None = worlds.seat
     moves: list[Move] | Any = root_moves
     while seat is not None:
+        if seat != worlds.seat and not OPPONENTS_IN_TREE:
+            state = worlds.apply(state, seat, worlds.rollout_move(state, seat, rng))
+            seat = worlds.to_move(state)
+            if seat == worlds.seat:
+                moves = worlds.moves(state, seat)
+            continue
         untried = [m for m in moves if m not in node.children]
         for move in moves:
             child = node.children.get(move)
@@ -107,7 +117,7 @@ def _iterate(worlds: Worlds, root: Node, root_moves: list[Move], rng: random.Ran
         state = worlds.apply(state, seat, move)
         path.append(node)
         seat = worlds.to_move(state)
-        if seat is not None:
+        if seat is not None and (seat == worlds.seat or OPPONENTS_IN_TREE):
             moves = worlds.moves(state, seat)
     values = worlds.values(_played_out(worlds, state, rng))
     for visited in path[1:]:
