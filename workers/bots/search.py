@@ -27,6 +27,8 @@ OPPONENTS_IN_TREE = False
 """False: the other seats move by the greedy policy inside the tree too, and the tree branches on this seat's
 own decisions only (its information set's action history). True: every seat's moves are branches chosen by
 UCB for that seat's reward (plain SO-ISMCTS). The bench measures the first stronger against greedy play."""
+SURE = 1.0
+"""How many standard errors the search's best move must beat the greedy move by to be played instead."""
 MAX_PLAYOUT = 200
 """A playout longer than this many moves stops where it is (a guard; rounds and hands are shorter)."""
 
@@ -36,7 +38,7 @@ class Node:
 
     Mutable on purpose: a search tree is counted into as it grows (it never leaves `search`)."""
 
-    __slots__ = ("available", "children", "reward", "seat", "visits")
+    __slots__ = ("available", "children", "reward", "seat", "squares", "visits")
 
     def __init__(self, seat: Seat | None) -> None:
         self.seat = seat
@@ -44,6 +46,17 @@ class Node:
         self.visits = 0
         self.available = 0
         self.reward = 0.0
+        self.squares = 0.0
+
+    def mean(self) -> float:
+        return self.reward / self.visits
+
+    def error(self) -> float:
+        """The standard error of `mean` (0 before two visits)."""
+        if self.visits < 2:
+            return 0.0
+        variance = max(0.0, self.squares / self.visits - self.mean() ** 2)
+        return math.sqrt(variance / (self.visits - 1))
 
     def score(self) -> float:
         """UCB1 with the availability count in place of the parent's visits (SO-ISMCTS)."""
@@ -62,7 +75,17 @@ def search(view: View, rng: random.Random, budget: Budget) -> Action | None:
         return roots[0][1] if roots else choose(view, rng, greedy=True)
     root = ismcts(worlds, [move for move, _ in roots], rng, budget)
     best = max(roots, key=lambda r: root.children[r[0]].visits if r[0] in root.children else -1)
-    return best[1]
+    greedy = choose(view, random.Random(0), greedy=True)
+    anchor = next((r for r in roots if r[1] == greedy and r[0] in root.children), None)
+    return best[1] if anchor is None or _surely_better(root.children[best[0]], root.children[anchor[0]]) else anchor[1]
+
+
+def _surely_better(best: Node, greedy: Node) -> bool:
+    """Leave the greedy move only when the search's evidence says so: the most visited move's mean beats
+    the greedy move's by more than `SURE` standard errors of the difference (few iterations: noise)."""
+    if best is greedy:
+        return True
+    return best.mean() - greedy.mean() > SURE * math.hypot(best.error(), greedy.error())
 
 
 def _worlds(view: View) -> Worlds | None:
@@ -124,6 +147,7 @@ def _iterate(worlds: Worlds, root: Node, root_moves: list[Move], rng: random.Ran
         visited.visits += 1
         assert visited.seat is not None
         visited.reward += values[visited.seat]
+        visited.squares += values[visited.seat] ** 2
 
 
 def _played_out(worlds: Worlds, state: State, rng: random.Random) -> State:
