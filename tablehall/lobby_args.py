@@ -1,4 +1,4 @@
-"""The arguments of `tablehall lobby register | whoami | join | leave | challenge ...`, kept apart from
+"""The arguments of `tablehall lobby register | whoami | join | leave | bot | challenge ...`, kept apart from
 their implementation (tablehall/lobby_cli.py) so that `tablehall` starts without loading gRPC."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tablehall.play_args import BANK_HELP, DELAY_HELP, POINTS_HELP, START_SCORE_HELP
+from tablehall.play_args import BANK_HELP, DELAY_HELP, LEVELS, POINTS_HELP, START_SCORE_HELP
 from tablehall.tls_args import add_client_tls
 from workers.games.catalog import names
 
@@ -39,6 +39,10 @@ def add_commands(commands: Any, address: str) -> None:
     join.add_argument("--no-wait", action="store_true", help="queue and return (`lobby leave` to leave)")
     remote(join)
     remote(kinds.add_parser("leave", help="leave the queue"))
+    bot = kinds.add_parser("bot", help="play a practice bot at once (prints the line that plays your seat)")
+    game(bot)
+    bot.add_argument("--level", default="search", choices=LEVELS, help="the bot's strength (default: search)")
+    remote(bot)
 
     challenge = kinds.add_parser("challenge", help="open, list or take challenges (a friend link is one)")
     ways = challenge.add_subparsers(dest="way", required=True)

@@ -54,6 +54,12 @@ async def _run(args: argparse.Namespace) -> int:
             return 0
         if args.kind == "join":
             return await _join(lobby, args, key)
+        if args.kind == "bot":
+            seat = await lobby.play_bot(args.game, args.level, _options(args))
+            if not seat.players:  # the worker was away: the table comes on Seated
+                seat = await lobby.seated()
+            _print_seat(seat, key)
+            return 0
         return await _challenge(lobby, args, key)
 
 

@@ -91,6 +91,12 @@ class LobbyClient:
         )
         return list(listed.challenges)
 
+    async def play_bot(self, game: str, level: str = "", options: Mapping[str, Any] | None = None) -> lobby_pb2.Seat:
+        """A table against practice bots of a level (random, greedy, search): the caller's Seat."""
+        request = lobby_pb2.PlayBotRequest(game=game, level=level)
+        ParseDict(dict(options or {}), request.options)
+        return await _called(self.stub.PlayBot(request, metadata=self.metadata))
+
     async def take(self, challenge_id: str) -> lobby_pb2.Seat:
         request = lobby_pb2.TakeChallengeRequest(challenge_id=challenge_id)
         return await _called(self.stub.TakeChallenge(request, metadata=self.metadata))

@@ -17,6 +17,9 @@ DELAY_HELP = f"Spectacular Bid: delay seconds ({option_default(SPECTACULAR_BID, 
 START_SCORE_HELP = f"501♠: starting score ({option_default(FIVE_OH_ONE, 'start_score')})"
 """The match options' help texts, their defaults read from each game's declaration (also organize_args)."""
 
+LEVELS = ["random", "greedy", "search"]
+"""The bot levels (workers.bots.Level), named here so that the CLI starts without loading the bots."""
+
 
 def add_demo(commands: Any) -> None:
     demo = commands.add_parser("demo", help="bots play a match, shown turn by turn")
@@ -54,7 +57,7 @@ def add_commands(commands: Any, address: str) -> None:
     bot.add_argument("--match", required=True)
     bot.add_argument("--token", required=True)
     bot.add_argument(
-        "--level", choices=["random", "greedy", "search"], default=None,
+        "--level", choices=LEVELS, default=None,
         help="how strong: random (the default), greedy (scoring plays), search (ISMCTS over sampled deals)",
     )  # fmt: skip
     bot.add_argument("--greedy", action="store_true", help="the same as --level greedy (kept for old scripts)")

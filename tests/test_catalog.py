@@ -96,7 +96,7 @@ def test_the_command_lines_game_choices_are_the_catalog() -> None:
         "tablehall demo", "tablehall play", "tablehall bench engine", "tablehall bench service",
         "tablehall bench tables", "tablehall tables create", "tablehall tournament create",
         "tablehall bench lobby", "tablehall lobby join", "tablehall lobby challenge open",
-        "tablehall lobby challenge list", "tablehall bench bots",
+        "tablehall lobby challenge list", "tablehall bench bots", "tablehall lobby bot",
     }  # fmt: skip
     for command, flag in flags.items():
         choices = list(flag.choices or ())

@@ -3,6 +3,7 @@ register, join, and are seated at the same table; a second join is refused in on
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tablehall.client import Client
 from tests.processes import stop_process
 from tests.test_tournament_cli import REPO, tablehall
 
@@ -56,3 +58,25 @@ def test_a_second_join_is_refused_in_one_line_and_leave_empties_the_queue(addres
     assert tablehall("lobby", "leave", "--address", address, env=env).stdout == "left the queue\n"
     nobody = tablehall("lobby", "leave", "--address", address, check=1, env=env)
     assert "(NOT_FOUND)" in nobody.stderr or "not_found" in nobody.stderr
+
+
+def test_a_player_plays_a_bot_from_the_command_line_and_the_bot_acts(address: str) -> None:
+    """`tablehall lobby bot` seats the player at once against a bot the serve's Lobby plays: the bot's
+    seat has readied (its first act) when the player looks."""
+    ana = key_of(address, "Ana")
+    done = tablehall("lobby", "bot", "--level", "greedy", "--points", "40", "--address", address, "--key", ana)
+    found = re.search(r"seated: match ([0-9a-f]{16}), seat (\d)", done.stdout)
+    assert found is not None and "Bot (greedy)" in done.stdout, done.stdout
+    match_id, seat = found.group(1), int(found.group(2))
+    assert asyncio.run(asyncio.wait_for(_bot_acts(address, match_id, 1 - seat), 30)), "the bot never readied"
+    refused = tablehall("lobby", "bot", "--level", "nobody", "--address", address, "--key", ana, check=2)
+    assert "invalid choice" in refused.stderr
+
+
+async def _bot_acts(address: str, match_id: str, bot_seat: int) -> bool:
+    """Whether the bot's seat readies (its first act), as a spectator's stream shows it."""
+    async with Client(address) as client:
+        async for _seq, view in client.spectator(match_id).watch():
+            if bot_seat in view.get("ready", []):
+                return True
+    return False

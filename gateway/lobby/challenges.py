@@ -17,7 +17,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 
 from gateway.lobby import schema as s
-from gateway.lobby.queue import Queue, SeatAt, _write_table
+from gateway.lobby.queue import Queue, SeatAt, write_table
 from workers.errors import NotFound, NotYourSeat, OwnChallenge
 from workers.games.catalog import game_named
 from workers.games.errors import MalformedAction
@@ -158,7 +158,7 @@ def take(engine: Engine, player_id: int, challenge_id: str, now_ms: int) -> Take
             match_id = secrets.token_hex(8)
             conn.execute(c.update().where(c.c.id == challenge_id).values(state="seated", match_id=match_id))
             everyone = [SeatAt(host, challenge_id, now_ms), *(SeatAt(pid, challenge_id, now_ms) for pid in takers)]
-            _write_table(conn, match_id, Queue(game, options), everyone, 0.0, now_ms)
+            write_table(conn, match_id, Queue(game, options), everyone, 0.0, now_ms)
             return Taken(seat, match_id, game)
     except IntegrityError:
         raise OwnChallenge("you hold a seat of this challenge already") from None

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
-from gateway.lobby import leader, queue
+from gateway.lobby import bot_seats, leader, queue
 from gateway.lobby import metrics as lm
+from gateway.lobby.bot_seats import BotSeats
 from gateway.lobby.pairing import Widening, pair
 from gateway.lobby.queue import LobbyTable, PlacedSeat
 from gateway.workers import Router
@@ -89,6 +90,8 @@ class LobbyHall:
         self.leading = False
         self.listeners: set[Listener] = set()
         self.wake = asyncio.Event()
+        self.bots = BotSeats(router)
+        """The practice bots' seats, played while this hall leads (gateway/lobby/bot_seats.py)."""
 
     # --- the beat ----------------------------------------------------------------------------------
 
@@ -105,8 +108,10 @@ class LobbyHall:
             made = await asyncio.to_thread(self._pair, now)
             await self.create(await asyncio.to_thread(queue.creating, self.engine))
             lm.queue_state(await asyncio.to_thread(queue.queued, self.engine), now)
+            self.bots.keep(await asyncio.to_thread(bot_seats.bot_seats, self.engine))
         else:
             lm.clear()
+            await self.bots.stop()
         await self.deliver()
         return made
 
@@ -170,6 +175,7 @@ class LobbyHall:
                     await asyncio.wait_for(self.wake.wait(), self.settings.beat_s)
         finally:
             lm.clear()
+            await self.bots.stop()
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(leader.release, self.engine, self.owner)
 

@@ -10,7 +10,7 @@ from workers.games.catalog import names
 
 WAIT_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 GAP_BUCKETS = (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0, 55.0)
-SOURCES = ("queue", "challenge")
+SOURCES = ("queue", "challenge", "bot")
 
 _QUEUE_LENGTH = Gauge("tablehall_lobby_queue_length", "Players waiting in the Lobby's queue, by game.", ["game"])
 _OLDEST = Gauge(
@@ -26,7 +26,7 @@ _WAIT = Histogram(
 )
 _PAIRINGS = Counter(
     "tablehall_lobby_pairings_total",
-    "Tables the Lobby made, by game and source: queue (rated pairing) or challenge (taken).",
+    "Tables the Lobby made, by game and source: queue (rated pairing), challenge (taken) or bot (PlayBot).",
     ["game", "source"],
 )
 _GAP = Histogram(

@@ -180,13 +180,13 @@ def claim(engine: Engine, queue: Queue, table: Table, tickets: Mapping[int, str]
             if gone != len(ids):
                 raise _Gone
             seats = [SeatAt(w.player_id, tickets[w.player_id], w.joined_ms) for w in table.players]
-            _write_table(conn, match_id, queue, seats, table.gap, now_ms)
+            write_table(conn, match_id, queue, seats, table.gap, now_ms)
     except (_Gone, OperationalError):  # OperationalError: a deadlock with a racing loop, rolled back
         return None
     return match_id
 
 
-def _write_table(
+def write_table(
     conn: Connection, match_id: str, queue: Queue, seats: Iterable[SeatAt], gap: float, now_ms: int
 ) -> None:
     conn.execute(

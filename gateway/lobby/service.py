@@ -11,7 +11,7 @@ import grpc
 from google.protobuf.json_format import MessageToDict, ParseDict
 from sqlalchemy import Engine
 
-from gateway.lobby import challenges, players, queue
+from gateway.lobby import bot_seats, challenges, players, queue
 from gateway.lobby import metrics as lm
 from gateway.lobby.hall import LobbyHall
 from gateway.lobby.players import Player
@@ -130,6 +130,22 @@ class LobbyService(lobby_pb2_grpc.LobbyServicer):
         mine = next((seat for _, seat in seats if seat.match_id == taken.match_id), None)
         if mine is None:  # the worker was away: the table is made at a later beat and comes on Seated
             return lobby_pb2.Seat(seat=taken.seat, ticket=request.challenge_id, match_id=taken.match_id)
+        return _seat(mine)
+
+    @edge
+    async def PlayBot(self, request: lobby_pb2.PlayBotRequest, context: Context) -> lobby_pb2.Seat:
+        hall, me = await self.player(context)
+        level = bot_seats.level_named(request.level)
+        where = queue.queue_for(request.game, _options(request.options))
+        made = await asyncio.to_thread(bot_seats.open_bot_table, hall.engine, me, where, level, hall.clock())
+        lm.PAIRINGS[(where.game, "bot")].inc()
+        await hall.create(await asyncio.to_thread(queue.creating, hall.engine, [made]))
+        await hall.deliver()
+        hall.wake.set()  # the leader's next beat starts the bots
+        seats = await asyncio.to_thread(queue.seats_of, hall.engine, [me.id])
+        mine = next((seat for _, seat in seats if seat.match_id == made), None)
+        if mine is None:  # the worker was away: the table is made at a later beat and comes on Seated
+            return lobby_pb2.Seat(match_id=made, game=where.game)
         return _seat(mine)
 
     @edge
