@@ -1,6 +1,7 @@
 // "Play": the Lobby on the page. A player registers a name once (the key is kept in this browser's
 // localStorage and can be exported, or pasted on another device), picks a game, presses Play, waits on
-// the Seated stream and lands on the table. The key is the seat token at every Lobby table.
+// the Seated stream and lands on the table; or presses "Play a bot" (a level: random, greedy, search) and
+// sits at once at a table of bot players. The key is the seat token at every Lobby table.
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { auth, explain, transport } from "./api";
 import { h } from "./dom";
@@ -86,13 +87,21 @@ function ready(redraw: () => void, onSeated: Seated, banner: (text: string | nul
   const status = h("p", { id: "play-status", role: "status" });
   const exported = h("input", { id: "exported-key", readonly: true, hidden: true, value: me.key });
   const play = h("button", { type: "button", id: "play-button" }, "Play");
+  const level = h(
+    "select",
+    { name: "bot-level", title: "random: any legal move; greedy: the best move now; search: thinks ahead (up to a second a move)" },
+    h("option", { value: "random" }, "random"),
+    h("option", { value: "greedy" }, "greedy"),
+    h("option", { value: "search", selected: true }, "search"),
+  );
+  const bot = h("button", { type: "button", id: "play-bot" }, "Play a bot");
   const invite = h("button", { type: "button", id: "invite" }, "Invite a friend");
   const take = h("button", { type: "button", id: "take-challenge", hidden: !linked }, "Take the seat you were invited to");
   const link = h("input", { id: "invite-link", readonly: true, hidden: true });
   const cancel = h("button", { type: "button", id: "cancel-play", hidden: true }, "Cancel");
   let opened: string | null = null; // the challenge this page opened and waits on
-  const wait = async (what: string, start: () => Promise<string>): Promise<void> => {
-    for (const b of [play, invite, take]) b.disabled = true;
+  const wait = async (what: string, start: () => Promise<string | Seat>): Promise<void> => {
+    for (const b of [play, invite, take, bot]) b.disabled = true;
     cancel.hidden = false;
     status.textContent = what;
     try {
@@ -103,12 +112,15 @@ function ready(redraw: () => void, onSeated: Seated, banner: (text: string | nul
       status.textContent = "";
       if (ConnectError.from(error).code !== Code.Canceled) banner(explain(error));
     } finally {
-      for (const b of [play, invite, take]) b.disabled = false;
+      for (const b of [play, invite, take, bot]) b.disabled = false;
       cancel.hidden = true;
       opened = null;
     }
   };
   play.addEventListener("click", () => void wait("Waiting for an opponent…", () => joinQueue(me.key, game.value)));
+  bot.addEventListener("click", () =>
+    void wait(`Setting up a table with the ${level.value} bot…`, () => lobby.playBot({ game: game.value, level: level.value }, auth(me.key))),
+  );
   invite.addEventListener("click", () =>
     void wait("Waiting for your friend…", async () => {
       const made = await lobby.openChallenge({ game: game.value, unlisted: true }, auth(me.key));
@@ -153,6 +165,7 @@ function ready(redraw: () => void, onSeated: Seated, banner: (text: string | nul
     take,
     h("label", {}, "Game ", game),
     play,
+    h("div", { class: "bot-choice" }, h("label", {}, "Bot level ", level), bot),
     invite,
     link,
     cancel,
@@ -174,26 +187,31 @@ async function joinQueue(key: string, game: string): Promise<string> {
 }
 
 /** Open the Seated stream, then `start` (a join, a challenge opened or taken: the ticket its seat will
- * carry), and wait for that seat. */
-async function seatedAfter(key: string, start: () => Promise<string>): Promise<Seat> {
+ * carry; or PlayBot's seat, which is the answer when its table is made, else waited for by match id), and
+ * wait for that seat. */
+async function seatedAfter(key: string, start: () => Promise<string | Seat>): Promise<Seat> {
   waiting?.abort();
   const abort = new AbortController();
   waiting = abort;
   const stream = lobby.seated({}, { ...auth(key), signal: abort.signal });
   const seen: Seat[] = [];
-  let ticket: string | null = null;
+  let wanted = null as ((seat: Seat) => boolean) | null; // set once `start` says which seat
   let found: ((seat: Seat) => void) | null = null;
   const arrived = new Promise<Seat>((resolve) => (found = resolve));
   const reading = (async () => {
     for await (const seat of stream) {
-      if (ticket !== null && seat.ticket === ticket) found!(seat);
+      if (wanted?.(seat)) found!(seat);
       else seen.push(seat);
     }
   })();
   reading.catch(() => undefined);
   try {
-    ticket = await start();
-    const early = seen.find((seat) => seat.ticket === ticket);
+    const started = await start();
+    if (typeof started !== "string" && started.players.length) return started;
+    const match: (seat: Seat) => boolean =
+      typeof started === "string" ? (seat) => seat.ticket === started : (seat) => seat.matchId === started.matchId;
+    wanted = match;
+    const early = seen.find(match);
     return early ?? (await Promise.race([arrived, reading.then(() => Promise.reject(new Error("the Seated stream ended")))]));
   } finally {
     abort.abort();
