@@ -25,11 +25,15 @@ from grpc_reflection.v1alpha import reflection
 from gateway.bounds import TRANSPORT_MAX_BYTES, Unreadable, limit_of, read
 from gateway.guard import Guard
 from gateway.limits import Budgets, LimitSettings
+from gateway.lobby.service import LobbyService
 from gateway.service import MatchesService
+from gateway.spectators import Spectators, live
 from gateway.tls import ServerTls
+from gateway.tournaments.delays import TournamentDelays
 from gateway.tournaments.service import TournamentsService
 from gateway.workers import Router
-from protos.tablehall.v1 import matches_pb2, tournaments_pb2
+from protos.tablehall.v1 import lobby_pb2, matches_pb2, tournaments_pb2
+from workers.actor import unix_ms
 from workers.edge import abort, quiet_dropped_clients
 
 log = logging.getLogger("tablehall.gateway")
@@ -38,6 +42,8 @@ Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
 MATCHES = matches_pb2.DESCRIPTOR.services_by_name["Matches"].full_name
 TOURNAMENTS = tournaments_pb2.DESCRIPTOR.services_by_name["Tournaments"].full_name
+LOBBY = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
+PUBLIC = (MATCHES, TOURNAMENTS, LOBBY)
 
 
 @dataclass
@@ -58,15 +64,32 @@ class Gateway:
             await self.health_server.stop(0)
 
 
-def public_servicers(router: Router, budgets: Budgets | None = None) -> dict[str, Any]:
+def public_servicers(
+    router: Router,
+    budgets: Budgets | None = None,
+    lobby: LobbyService | None = None,
+    clock: Callable[[], int] = unix_ms,
+    spectators: Spectators | None = None,
+) -> dict[str, Any]:
     """The public services by full name, one servicer each: the gRPC server and the HTTP door for browsers
     (gateway/web.py) serve the same instances, behind the same per-client limits (gateway/guard.py;
-    `budgets` None: the settings of the environment)."""
+    `budgets` None: the settings of the environment). `lobby`: a Lobby servicer made elsewhere (tests).
+    `clock`: the service's (tests inject one). `spectators`: how late spectators see each match
+    (`tournament_spectators()`: as late as its tournament says, read from the database; None: every match
+    live, and no database is opened for it)."""
     guard = Guard(budgets if budgets is not None else Budgets(LimitSettings.from_env()))
+    lobby = lobby or LobbyService(router)
+    spectators = spectators if spectators is not None else Spectators(clock, live)
     return {
-        MATCHES: guard.guarded(MatchesService(router), MATCHES),
-        TOURNAMENTS: guard.guarded(TournamentsService(router), TOURNAMENTS),
+        MATCHES: guard.guarded(MatchesService(router, lobby.consent, spectators), MATCHES),
+        TOURNAMENTS: guard.guarded(TournamentsService(router, clock=clock), TOURNAMENTS),
+        LOBBY: guard.guarded(lobby, LOBBY),
     }
+
+
+def tournament_spectators(clock: Callable[[], int] = unix_ms) -> Spectators:
+    """Spectators of tournament tables delayed as their tournament says (the service's database)."""
+    return Spectators(clock, TournamentDelays())
 
 
 async def start_gateway(
@@ -81,13 +104,13 @@ async def start_gateway(
     options = [("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", TRANSPORT_MAX_BYTES)]
     server = grpc.aio.server(options=options)
     servicers = servicers or public_servicers(router)
-    for name in (MATCHES, TOURNAMENTS):
+    for name in (name for name in PUBLIC if name in servicers):
         handlers = method_handlers(name, servicers[name])
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(name, handlers),))
         server.add_registered_method_handlers(name, handlers)
     checker = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(checker, server)
-    names = (MATCHES, TOURNAMENTS, health.SERVICE_NAME, reflection.SERVICE_NAME)
+    names = (*PUBLIC, health.SERVICE_NAME, reflection.SERVICE_NAME)
     reflection.enable_server_reflection(names, server)
     address = f"{host}:{port}"
     bound = server.add_secure_port(address, tls.credentials()) if tls else server.add_insecure_port(address)
@@ -95,7 +118,7 @@ async def start_gateway(
         raise OSError(f"cannot listen on {host}:{port}")
     probes = await _health_only(checker, host, tls.health_port) if tls and tls.health_port is not None else None
     await server.start()
-    for name in ("", MATCHES, TOURNAMENTS):
+    for name in ("", *PUBLIC):
         checker.set(name, health_pb2.HealthCheckResponse.SERVING)
     return Gateway(server, checker, bound, tls is not None, *(probes or (None, None)))
 

@@ -9,16 +9,18 @@ import json
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeAlias
 
 import grpc
 from google.protobuf.json_format import MessageToDict
 
 from gateway.rulebook import rules_for
+from gateway.spectators import Spectators, live
 from gateway.workers import Router, WorkerClient
 from protos.tablehall.v1 import host_pb2, matches_pb2, matches_pb2_grpc
 from workers import metrics
+from workers.actor import unix_ms
 from workers.edge import edge, edge_stream, refusal
 from workers.errors import NotFinished, Unauthenticated, status_of
 from workers.games.catalog import game_named, unknown_game
@@ -84,9 +86,35 @@ async def answer(owner: WorkerClient, command: host_pb2.HostCommandRequest, ref:
 
 
 
+Consent: TypeAlias = Callable[[list[str], bytes], Awaitable[None]]
+"""Refuses a CreateMatch that names a registered player without their key (the Lobby's check)."""
+
+
 class MatchesService(matches_pb2_grpc.MatchesServicer):
-    def __init__(self, router: Router) -> None:
+    def __init__(self, router: Router, consent: Consent | None = None, spectators: Spectators | None = None) -> None:
         self.router = router
+        self.consent = consent
+        self.spectators = spectators if spectators is not None else Spectators(unix_ms, live)
+        """Spectators of delayed tables (gateway/spectators.py); seats never go through it."""
+
+    async def updates(
+        self, match_id: str, token: bytes, after_seq: int, views: matches_pb2.ViewFormat.ValueType
+    ) -> AsyncIterator[matches_pb2.Update]:
+        """What Watch sends: a seat's updates at once; a spectator's once the table's delay allows."""
+        if not token:
+            delayed = await self.spectators.table(match_id, lambda: self._spectating(match_id))
+            if delayed is not None:
+                async for update in delayed.updates(after_seq):
+                    yield in_form(update, views)
+                return
+        watch = host_pb2.HostWatchRequest(match_id=match_id, token_sha256=token, after_seq=after_seq, views=views)
+        async for update in self.router.owner(match_id).watch(watch):
+            yield update
+
+    def _spectating(self, match_id: str) -> AsyncIterator[matches_pb2.Update]:
+        """A spectator's every update of the match from the first, in both forms (what a delayed table's
+        buffer holds; each spectator gets the form it asked: `in_form`)."""
+        return self.router.owner(match_id).watch(host_pb2.HostWatchRequest(match_id=match_id, after_seq=0))
 
     @edge
     async def CreateMatch(
@@ -98,6 +126,8 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         options: dict[str, Any] = MessageToDict(request.options, preserving_proto_field_name=True)
         if request.shared_device:
             options["shared_device"] = True
+        if self.consent is not None:
+            await self.consent(list(request.players), bearer(context, required=False))
         match_id = secrets.token_hex(8)
         tokens = [new_token() for _ in request.players]
         await self.router.owner(match_id).create(
@@ -130,13 +160,8 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 
     @edge_stream
     async def Watch(self, request: matches_pb2.WatchRequest, context: Context) -> AsyncIterator[matches_pb2.Update]:
-        watch = host_pb2.HostWatchRequest(
-            match_id=checked_id(request.match_id),
-            token_sha256=bearer(context, required=False),
-            after_seq=request.after_seq,
-            views=request.views,
-        )
-        async for update in self.router.owner(request.match_id).watch(watch):
+        token = bearer(context, required=False)
+        async for update in self.updates(checked_id(request.match_id), token, request.after_seq, request.views):
             yield update
 
     @edge_stream
@@ -158,10 +183,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 
         async def updates() -> None:
             try:
-                watch = host_pb2.HostWatchRequest(
-                    match_id=match_id, token_sha256=token, after_seq=first.after_seq, views=first.views
-                )
-                async for update in owner.watch(watch):
+                async for update in self.updates(match_id, token, first.after_seq, first.views):
                     await events.put(matches_pb2.PlayEvent(update=update))
                 await events.put(None)
             except Exception as error:
@@ -210,10 +232,13 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 
     @edge
     async def GetView(self, request: matches_pb2.GetViewRequest, context: Context) -> matches_pb2.Update:
-        view = host_pb2.HostViewRequest(
-            match_id=checked_id(request.match_id), token_sha256=bearer(context, required=False), views=request.views
-        )
-        return await self.router.owner(request.match_id).view(view)
+        match_id, token = checked_id(request.match_id), bearer(context, required=False)
+        if not token:
+            delayed = await self.spectators.table(match_id, lambda: self._spectating(match_id))
+            if delayed is not None:
+                return in_form(delayed.view(), request.views)
+        view = host_pb2.HostViewRequest(match_id=match_id, token_sha256=token, views=request.views)
+        return await self.router.owner(match_id).view(view)
 
     @edge
     async def GetRules(self, request: matches_pb2.GetRulesRequest, context: Context) -> matches_pb2.Rules:
@@ -287,3 +312,16 @@ def _rating(row: Any) -> matches_pb2.Rating:
     return matches_pb2.Rating(
         player=row.player, game=row.game, mu=row.mu, sigma=row.sigma, ordinal=row.ordinal, games=row.games
     )
+
+
+def in_form(update: matches_pb2.Update, views: matches_pb2.ViewFormat.ValueType) -> matches_pb2.Update:
+    """A delayed spectator's update (held in both forms) in the form the spectator asked."""
+    if views == matches_pb2.VIEW_FORMAT_BOTH:
+        return update
+    shown = matches_pb2.Update()
+    shown.CopyFrom(update)
+    if views == matches_pb2.VIEW_FORMAT_TYPED:
+        shown.ClearField("view_json")
+    else:
+        shown.ClearField("view")
+    return shown

@@ -57,6 +57,13 @@ def add_commands(commands: Any) -> None:
     tables.add_argument("--game", default=SPECTACULAR_BID, choices=names())
     tables.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
     tables.set_defaults(run=run_tables)
+    lobby = kinds.add_parser("lobby", help="players join the Lobby's queue over a period; join→seated p50/p99")
+    lobby.add_argument("--players", type=int, default=2000)
+    lobby.add_argument("--over-s", type=float, default=60.0, help="the period the joins are spread over")
+    lobby.add_argument("--game", default=SPECTACULAR_BID, choices=names())
+    lobby.add_argument("--grace-s", type=float, default=60.0, help="how long after the last join to wait for seats")
+    lobby.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
+    lobby.set_defaults(run=run_lobby)
     log = kinds.add_parser("log", help="durable appends per second with group commit (the event log alone)")
     log.add_argument("--database-url", default=None, help="a scratch database (default: TABLEHALL_DATABASE_URL)")
     log.add_argument("--matches", type=int, default=500, help="concurrent matches")
@@ -88,6 +95,18 @@ def _add_lease_benches(kinds: Any) -> None:
     failover.add_argument("--matches", type=int, default=900, help="matches with running clocks, on 3 workers")
     failover.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
     failover.set_defaults(run=run_failover)
+    bots = kinds.add_parser("bots", help="bot levels against each other in-process: win rates with 95% intervals")
+    bots.add_argument("--game", default="all", choices=["all", *names()])
+    bots.add_argument("--matches", type=int, default=200, help="matches per pairing and game")
+    bots.add_argument("--move-ms", type=int, default=1000, help="the search level's time per move")
+    bots.add_argument(
+        "--pair", action="append", default=None, metavar="LEVEL:LEVEL",
+        help="levels to compare, the first in one seat (repeatable; default search:greedy and greedy:random)",
+    )  # fmt: skip
+    bots.add_argument("--workers", type=int, default=1, help="processes playing matches (2 uses both cores)")
+    bots.add_argument("--seed", type=int, default=1)
+    bots.add_argument("--iterations", type=int, default=None, help="search: a fixed iteration count instead of time")
+    bots.set_defaults(run=run_bots)
 
 
 def run_engine(args: argparse.Namespace) -> int:
@@ -160,7 +179,29 @@ def run_tables(args: argparse.Namespace) -> int:
     return bench_tables(args.tables, args.game, args.database_url)
 
 
+def run_lobby(args: argparse.Namespace) -> int:
+    from tablehall.bench_lobby import bench_lobby
+
+    return bench_lobby(args.players, args.over_s, args.game, args.database_url, args.grace_s)
+
+
 def run_log(args: argparse.Namespace) -> int:
     from tablehall.bench_log import bench_log
 
     return bench_log(args.database_url, args.matches, args.per_match, args.recovery)
+
+
+def run_bots(args: argparse.Namespace) -> int:
+    import sys
+
+    from tablehall.bench_bots import Pairing, bench_bots
+
+    try:
+        pairs = [Pairing.parse(text) for text in args.pair or ["search:greedy", "greedy:random"]]
+    except ValueError as error:
+        print(f"tablehall bench bots: {error}; levels are random, greedy, search", file=sys.stderr)
+        return 2
+    if args.matches < 1 or args.move_ms < 1 or args.workers < 1 or (args.iterations or 1) < 1:
+        print("tablehall bench bots: --matches, --move-ms, --workers and --iterations are at least 1", file=sys.stderr)
+        return 2
+    return bench_bots(args.game, args.matches, args.move_ms, pairs, args.workers, args.seed, args.iterations)

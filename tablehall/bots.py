@@ -1,7 +1,8 @@
 """Bots that play a seat over the service, working only from that seat's view JSON.
 
-`choose(view, rng, greedy)` picks one action from `view["legal"]` (never `resign` or `abandon`);
-`run_bot(...)` watches a seat's stream and acts whenever its view has something to do.
+The policies live in `workers/bots/` (`decide(view, level, rng, budget)`; `choose` is the random and
+greedy one, re-exported here); `run_bot(...)` watches a seat's stream and acts whenever its view has
+something to do, at its level and within its per-move budget.
 
 Greedy play:
 - Spectacular Bid: the play whose count (`view["counts"]`) is the highest positive multiple of 5, else a
@@ -22,152 +23,17 @@ import logging
 import random
 import sys
 from collections.abc import Callable
-from typing import Any
 
 import grpc
 
 from tablehall.client import Client, SeatClient, ServiceUnreachable, TablehallError, Tls
-from workers.games.catalog import FIVE_OH_ONE
+from workers.bots import Budget, Level, decide
+from workers.bots.budget import move_budget
+from workers.bots.policy import NEVER, Action, View, choose, declaration, is_over
+
+__all__ = ["NEVER", "Action", "Budget", "Level", "View", "choose", "decide", "declaration", "is_over", "run_bot"]
 
 log = logging.getLogger("tablehall.bots")
-
-View = dict[str, Any]
-Action = dict[str, Any]
-
-NEVER = frozenset({"resign", "abandon"})
-RANKS = "ATKQJ9"
-"""501♠ ranks, highest first (F-1)."""
-VALUES = {"A": 11, "T": 10, "K": 4, "Q": 3, "J": 2, "9": 0}
-
-
-def is_over(view: View) -> bool:
-    """True once the match has ended (either game)."""
-    return view.get("status", "in_progress") != "in_progress" or view.get("phase") == "over"
-
-
-def choose(view: View, rng: random.Random, greedy: bool) -> Action | None:
-    """One action from `view["legal"]` for this seat, or None when there is nothing to do now."""
-    if is_over(view):
-        return None
-    if view.get("game") == FIVE_OH_ONE:
-        return _choose_501(view, rng, greedy)
-    return _choose_sb(view, rng, greedy)
-
-
-# --- Spectacular Bid ---------------------------------------------------------------------------
-
-
-def _choose_sb(view: View, rng: random.Random, greedy: bool) -> Action | None:
-    legal: list[Action] = view.get("legal", [])
-    counts: list[int | None] = view.get("counts", [None] * len(legal))
-    options = [(a, c) for a, c in zip(legal, counts, strict=False) if a.get("do") not in NEVER]
-    by_kind = {a["do"]: a for a, _ in options}
-    if "ready" in by_kind:
-        return by_kind["ready"]
-    if "reveal" in by_kind:
-        # a bot only takes the device when the clock waits for it (shared device)
-        return by_kind["reveal"] if view.get("hand_over") else None
-    if not options:
-        return None
-    plays = [(a, c) for a, c in options if a["do"] == "play"]
-    if greedy and plays:
-        scoring = [(a, c) for a, c in plays if c is not None and c > 0 and c % 5 == 0]
-        if scoring:
-            best = max(c for _, c in scoring if c is not None)
-            return rng.choice([a for a, c in scoring if c == best])
-        return rng.choice([a for a, _ in plays])
-    if greedy:
-        for kind in ("decline", "accept", "draw"):
-            if kind in by_kind:
-                return by_kind[kind]
-    return rng.choice([a for a, _ in options])
-
-
-# --- 501♠ ----------------------------------------------------------------------------------------
-
-
-def _rank(card: str) -> int:
-    return len(RANKS) - RANKS.index(card[0])
-
-
-def _value(card: str) -> int:
-    return VALUES[card[0]]
-
-
-def _marriages(hand: list[str]) -> list[str]:
-    return [suit for suit in "SHDC" if f"K{suit}" in hand and f"Q{suit}" in hand]
-
-
-def _choose_501(view: View, rng: random.Random, greedy: bool) -> Action | None:
-    legal: list[Action] = [a for a in view.get("legal", []) if a.get("do") not in NEVER]
-    if not legal:
-        return None
-    kinds = {a["do"]: a for a in legal}
-    if view.get("turn") != view.get("seat"):
-        return None  # only `look` is possible out of turn: decide at our turn
-    hand: list[str] = view.get("hand") or []
-    if "declare" in kinds:
-        return declaration(kinds["declare"], hand, view, rng, greedy)
-    if "pass" in kinds or "bid" in kinds:
-        if greedy and "look" in kinds:
-            return kinds["look"]
-        lowest = kinds["bid"]["amount"]["min"] if "bid" in kinds else None
-        choices: list[Action] = [a for a in legal if a["do"] in ("look", "pass")]
-        if lowest is not None:
-            choices.append({"do": "bid", "amount": lowest})
-        if not greedy:
-            return rng.choice(choices)
-        strength = sum(map(_value, hand)) + 20 * len(_marriages(hand))
-        if lowest is not None and strength >= 40 and lowest <= 66 + strength // 4:
-            return {"do": "bid", "amount": lowest}
-        return kinds.get("pass") or rng.choice(choices)
-    plays = [a for a in legal if a["do"] == "play"]
-    if not plays:
-        return rng.choice(legal)
-    if not greedy:
-        return rng.choice(plays)
-    return _trick_play(plays, view)
-
-
-def declaration(
-    summary: Action, hand: list[str], view: View, rng: random.Random, greedy: bool, trump: str | None = None
-) -> Action:
-    """A concrete `declare` from the legal summary: at the bid, the trump given or chosen, and one card
-    for each opponent (greedy: the least valuable cards outside trump and marriages)."""
-    to: list[int] = summary["give"]["to"]
-    target = int(view.get("bid") or summary["target"]["min"])
-    if not greedy:
-        trump = trump or rng.choice(summary["trump"])
-        given = rng.sample(hand, len(to))
-    else:
-        if trump is None:
-            trump = max("SHDC", key=lambda s: (sum(c[1] == s for c in hand), sum(_value(c) for c in hand if c[1] == s)))
-        keep = {f"{r}{s}" for s in _marriages(hand) for r in "KQ"}
-        spare = sorted(hand, key=lambda c: (c[1] == trump, c in keep, _value(c), _rank(c)))
-        given = spare[: len(to)]
-    give = {str(seat): card for seat, card in zip(to, given, strict=True)}
-    return {"do": "declare", "trump": trump, "target": target, "give": give}
-
-
-def _trick_play(plays: list[Action], view: View) -> Action:
-    trick: list[dict[str, Any]] = view.get("trick", [])
-    trump = view.get("trump")
-    if not trick:
-        announced = [a for a in plays if a.get("marriage")]
-        if announced:
-            return max(announced, key=lambda a: 1 if a["card"][1] == trump else 0)
-        return max(plays, key=lambda a: (_rank(a["card"]), _value(a["card"])))
-    led = trick[0]["card"][1]
-
-    def strength(card: str) -> tuple[int, int]:
-        return (2 if card[1] == trump else 1 if card[1] == led else 0, _rank(card))
-
-    best = max(strength(t["card"]) for t in trick)
-    winners = [a for a in plays if strength(a["card"]) > best]
-    if winners:
-        return min(winners, key=lambda a: strength(a["card"]))
-    return min(plays, key=lambda a: (_value(a["card"]), _rank(a["card"])))
-
 
 # --- over the network ----------------------------------------------------------------------------
 
@@ -187,7 +53,9 @@ async def run_bot(
     match_id: str,
     token: str,
     *,
-    greedy: bool,
+    greedy: bool = False,
+    level: Level | None = None,
+    move_ms: int = 1000,
     seed: int | None = None,
     think_s: float = 0.0,
     report: Report | None = None,
@@ -209,7 +77,8 @@ async def run_bot(
         except BaseException:
             await client.close()
             raise
-    bot = _Bot(client.seat(match_id, token), random.Random(seed), greedy, think_s, report)
+    chosen = level or (Level.GREEDY if greedy else Level.RANDOM)
+    bot = _Bot(client.seat(match_id, token), random.Random(seed), chosen, move_ms, think_s, report)
     failures = 0
     try:
         while True:
@@ -242,10 +111,13 @@ async def run_bot(
 class _Bot:
     """One seat's latest view (by seq) and the acting on each new one."""
 
-    def __init__(self, seat: SeatClient, rng: random.Random, greedy: bool, think_s: float, report: Report | None):
+    def __init__(
+        self, seat: SeatClient, rng: random.Random, level: Level, move_ms: int, think_s: float, report: Report | None
+    ):
         self.seat = seat
         self.rng = rng
-        self.greedy = greedy
+        self.level = level
+        self.move_ms = move_ms
         self.think_s = think_s
         self.report = report
         self.seq = 0
@@ -258,6 +130,13 @@ class _Bot:
         if self.seq == 0 or seq == self.seq:
             await self.see(seq, view, again=True)
 
+    async def decided(self) -> Action | None:
+        """This level's action for the current view; a search runs off the event loop, within its budget."""
+        if self.level is not Level.SEARCH:
+            return decide(self.view, self.level, self.rng)
+        budget = move_budget(self.view, self.move_ms)
+        return await asyncio.to_thread(decide, self.view, self.level, self.rng, budget)
+
     async def see(self, seq: int, view: View, again: bool = False) -> None:
         """A view from the stream: act on it if it is new, then on each reply while there is more to do."""
         if seq < self.seq or (seq == self.seq and not again):
@@ -265,7 +144,7 @@ class _Bot:
         self.seq, self.view = seq, view
         rereads = 0
         while not is_over(self.view):
-            action = choose(self.view, self.rng, self.greedy)
+            action = await self.decided()
             if action is None:
                 return
             if self.think_s > 0:
@@ -295,7 +174,14 @@ class _Bot:
 
 
 def bot_command(
-    address: str, match_id: str, token: str, greedy: bool, seed: int | None, think_s: float, tls: Tls | None = None
+    address: str,
+    match_id: str,
+    token: str,
+    level: Level,
+    seed: int | None,
+    think_s: float,
+    tls: Tls | None = None,
+    move_ms: int = 1000,
 ) -> int:
     """`tablehall bot`: play one seat to the end, one line per move, then the result. Exit 2 when it cannot
     start (no service at `address`, a match id or token the service refuses), 1 when lost during the match."""
@@ -306,7 +192,10 @@ def bot_command(
 
     try:
         final = asyncio.run(
-            run_bot(address, match_id, token, greedy=greedy, seed=seed, think_s=think_s, report=report, tls=tls)
+            run_bot(
+                address, match_id, token, level=level, move_ms=move_ms, seed=seed, think_s=think_s, report=report,
+                tls=tls,
+            )
         )
     except ServiceUnreachable as error:
         print(f"tablehall bot: {error}", file=sys.stderr)

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tablehall import bench_args, organize_args, play_args, roles_args
+from tablehall import bench_args, lobby_args, organize_args, play_args, roles_args
 
 EXIT_ILLEGAL = 1
 EXIT_MALFORMED = 2
@@ -63,6 +63,7 @@ def parser() -> argparse.ArgumentParser:
     record.set_defaults(run=_record)
 
     organize_args.add_commands(commands, address)  # organizer, tables, tournament
+    lobby_args.add_commands(commands, address)  # lobby register, join, leave, challenge
     return found
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 
@@ -15,8 +15,8 @@ from tablehall.client import Client, TablehallError
 
 log = logging.getLogger("tablehall.entrant")
 
-POLL_S = 0.05
-"""How often an entrant between tables asks for its next assignment (it changes when a round starts)."""
+RETRY_S = 0.5
+"""The wait before an entrant opens its assignment stream again after the service dropped it."""
 
 
 async def assignment(
@@ -32,6 +32,21 @@ async def assignment(
     return reply
 
 
+async def pushed(
+    stub: tournaments_pb2_grpc.TournamentsStub, tournament_id: str, token: str
+) -> AsyncIterator[tournaments_pb2.Assignment]:
+    """The player's assignments as the service pushes them (WatchAssignment), refusals as TablehallError."""
+    request = tournaments_pb2.GetAssignmentRequest(tournament_id=tournament_id)
+    call = stub.WatchAssignment(request, metadata=(("authorization", f"Bearer {token}"),))
+    try:
+        async for message in call:
+            yield message
+    except grpc.aio.AioRpcError as error:
+        raise TablehallError.of(error) from None
+    finally:
+        call.cancel()
+
+
 async def play_tournament(
     client: Client,
     tournament_id: str,
@@ -41,17 +56,22 @@ async def play_tournament(
     seed: int | None = None,
     on_table: Callable[[tournaments_pb2.Assignment], None] | None = None,
 ) -> tournaments_pb2.Assignment:
-    """Play every table this player is given; returns the final assignment (status finished, the rank)."""
+    """Play every table this player is given, as each is pushed; returns the final assignment (status
+    finished, the rank). A stream the service drops (UNAVAILABLE) is opened again."""
     stub = tournaments_pb2_grpc.TournamentsStub(client.channel)
     played: set[str] = set()
     while True:
-        now = await assignment(stub, tournament_id, token)
-        if now.status == "finished":
-            return now
-        if now.status == "table" and now.match_id not in played:
-            if on_table is not None:
-                on_table(now)
-            played.add(now.match_id)
-            await run_bot("", now.match_id, now.seat_token, greedy=greedy, seed=seed, client=client)
-            continue
-        await asyncio.sleep(POLL_S)
+        try:
+            async for now in pushed(stub, tournament_id, token):
+                if now.status == "finished":
+                    return now
+                if now.status == "table" and now.match_id not in played:
+                    if on_table is not None:
+                        on_table(now)
+                    played.add(now.match_id)
+                    await run_bot("", now.match_id, now.seat_token, greedy=greedy, seed=seed, client=client)
+        except TablehallError as error:
+            if error.status != grpc.StatusCode.UNAVAILABLE:
+                raise
+            log.info("assignment stream lost (%s); opening it again", error.line())
+        await asyncio.sleep(RETRY_S)

@@ -195,6 +195,7 @@ async def _create(call: _Caller, args: argparse.Namespace, console: Console) -> 
     request = tournaments_pb2.CreateTournamentRequest(
         name=args.name, game=args.game, players=[row[0] for row in read_rows(args.players)], format=args.format,
         rounds=args.rounds, options=options_of(args), voided=args.voided, manual=args.manual,
+        spectator_delay_s=args.spectator_delay,
     )  # fmt: skip
     start = parse_when(args.start_at)
     if start is not None:

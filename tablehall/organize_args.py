@@ -57,6 +57,8 @@ def add_commands(commands: Any, address: str) -> None:
     new.add_argument("--voided", default="replay", choices=["replay", "draw"], help="what a voided table counts as")
     new.add_argument("--manual", action="store_true", help="start each next round yourself (tournament next)")
     new.add_argument("--round-pause", type=float, default=None, help="seconds from a round's end to the next (30)")
+    new.add_argument("--spectator-delay", type=spectator_delay, default=0, metavar="S",
+                     help="spectators see each table S seconds late, 0 to 3600 (default 0: live)")  # fmt: skip
     options(new)
     remote(new)
     for kind, text in [("status", "rounds and tables"), ("standings", "the standings"), ("next", "the next round")]:
@@ -80,3 +82,14 @@ def run_organize(args: argparse.Namespace) -> int:
     from tablehall.organize import run
 
     return run(args)
+
+
+def spectator_delay(text: str) -> int:
+    """Whole seconds, 0 to 3600 (argparse says what is wrong with anything else, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number of seconds") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError("the spectator delay is 0 to 3600 s")
+    return value

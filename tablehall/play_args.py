@@ -4,6 +4,7 @@ handler each; the client code (tablehall/play.py, demo.py, bots.py) is imported 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,9 @@ BANK_HELP = f"Spectacular Bid: bank seconds ({option_default(SPECTACULAR_BID, 'b
 DELAY_HELP = f"Spectacular Bid: delay seconds ({option_default(SPECTACULAR_BID, 'delay_s')})"
 START_SCORE_HELP = f"501♠: starting score ({option_default(FIVE_OH_ONE, 'start_score')})"
 """The match options' help texts, their defaults read from each game's declaration (also organize_args)."""
+
+LEVELS = ["random", "greedy", "search"]
+"""The bot levels (workers.bots.Level), named here so that the CLI starts without loading the bots."""
 
 
 def add_demo(commands: Any) -> None:
@@ -52,7 +56,15 @@ def add_commands(commands: Any, address: str) -> None:
     bot.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
     bot.add_argument("--match", required=True)
     bot.add_argument("--token", required=True)
-    bot.add_argument("--greedy", action="store_true", help="prefer scoring plays")
+    bot.add_argument(
+        "--level", choices=LEVELS, default=None,
+        help="how strong: random (the default), greedy (scoring plays), search (ISMCTS over sampled deals)",
+    )  # fmt: skip
+    bot.add_argument("--greedy", action="store_true", help="the same as --level greedy (kept for old scripts)")
+    bot.add_argument(
+        "--move-ms", type=int, default=1000,
+        help="search: milliseconds per move at most (never more than a tenth of the time left to decide)",
+    )  # fmt: skip
     bot.add_argument("--seed", type=int, default=None)
     bot.add_argument("--think", type=float, default=0.0, help="seconds to wait before each move")
     add_client_tls(bot)
@@ -82,6 +94,15 @@ def run_play(args: argparse.Namespace) -> int:
 
 
 def run_bot(args: argparse.Namespace) -> int:
-    from tablehall.bots import bot_command
+    from tablehall.bots import Level, bot_command
 
-    return bot_command(args.address, args.match, args.token, args.greedy, args.seed, args.think, tls=client_tls(args))
+    if args.move_ms < 1:
+        print("tablehall bot: --move-ms is a whole number of milliseconds, at least 1", file=sys.stderr)
+        return 2
+    if args.level is not None and args.greedy and args.level != "greedy":
+        print(f"tablehall bot: --greedy contradicts --level {args.level}", file=sys.stderr)
+        return 2
+    level = Level(args.level or ("greedy" if args.greedy else "random"))
+    return bot_command(
+        args.address, args.match, args.token, level, args.seed, args.think, tls=client_tls(args), move_ms=args.move_ms
+    )

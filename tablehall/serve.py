@@ -16,7 +16,8 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.server import Gateway, public_servicers, start_gateway
+from gateway.lobby.jobs import lobby_loop
+from gateway.server import LOBBY, Gateway, public_servicers, start_gateway, tournament_spectators
 from gateway.tls import ServerTls
 from gateway.tournaments.jobs import EndedTables, tournament_jobs
 from gateway.web import WebDoor, WebSettings, start_web_door
@@ -45,7 +46,8 @@ async def serve(
     async with _workers(topology, database_url, child_metrics, ended.notify) as backends, AsyncExitStack() as jobs:
         router = backends.router
         await jobs.enter_async_context(tournament_jobs(default_url(), router, ended))
-        servicers = public_servicers(router)
+        servicers = public_servicers(router, spectators=tournament_spectators())
+        await jobs.enter_async_context(lobby_loop(servicers[LOBBY], default_url()))
         door = await _web_door(servicers, host, web, tls)  # first: a port it cannot have stops us before we serve
         gateway = await _with_door(start_gateway(router, host, port, servicers, tls), door)
         where = "in process" if topology.workers == 0 else f"in {topology.workers} worker processes"
@@ -117,7 +119,8 @@ async def run_gateway(
             router = await stack.enter_async_context(router_for(topology, database_url or default_url()))
         except NoLeases as error:
             raise SystemExit(f"tablehall gateway: {error}") from None
-        servicers = public_servicers(router)
+        servicers = public_servicers(router, spectators=tournament_spectators())
+        await stack.enter_async_context(lobby_loop(servicers[LOBBY], database_url or default_url()))
         door = await _web_door(servicers, host, web, tls)
         gateway = await _with_door(start_gateway(router, host, port, servicers, tls), door)
         print(f"tablehall gateway serving on {host}:{gateway.port}{_tls(gateway)}", flush=True)

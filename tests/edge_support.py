@@ -20,7 +20,7 @@ from google.protobuf.descriptor import MethodDescriptor
 from tests.web_support import CONNECT_STREAM, GRPC_WEB, LiveService, envelope, frames, live_service
 from workers.edge import ERROR_CODE_KEY
 
-SERVICES = ("tablehall.v1.Matches", "tablehall.v1.Tournaments")
+SERVICES = ("tablehall.v1.Matches", "tablehall.v1.Tournaments", "tablehall.v1.Lobby")
 DOORS = ("grpc", "connect", "grpc-web")
 BY_NUMBER = {status.value[0]: status for status in grpc.StatusCode}
 BOUND = 30.0

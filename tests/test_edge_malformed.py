@@ -1,5 +1,5 @@
 """Bytes that are no request message, through every door to every public method (unary and streaming,
-Matches and Tournaments): INVALID_ARGUMENT with `malformed_input` in `tablehall-error`, a short message,
+Matches, Tournaments and Lobby): INVALID_ARGUMENT with `malformed_input` in `tablehall-error`, a short message,
 nothing in the log above debug; random bytes never make the edge answer UNKNOWN or INTERNAL."""
 
 from __future__ import annotations

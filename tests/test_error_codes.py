@@ -10,7 +10,7 @@ import pytest
 
 from gateway.tournaments import errors as tournaments
 from tests.conftest import REPO
-from workers.errors import ERRORS, STATUS, ServiceError, error_for, status_of
+from workers.errors import ERRORS, LOBBY_ERRORS, STATUS, ServiceError, error_for, status_of
 from workers.games.errors import MalformedAction, RulesError, Status
 
 ROW = re.compile(r"^\| ((?:`\w+`(?:, )?)+) \| ([A-Z_]+) \|", re.MULTILINE)
@@ -25,6 +25,7 @@ def documented() -> dict[str, str]:
 def test_the_readme_table_is_what_the_classes_say() -> None:
     gateway_only = (
         tournaments.BatchRejected, tournaments.NoDatabase, tournaments.RoundNotOver, tournaments.TournamentOver,
+        *LOBBY_ERRORS,
     )  # fmt: skip
     carried = {code: status.name for code, status in STATUS.items()}
     carried |= {kind.code: status_of(kind).name for kind in gateway_only}

@@ -10,6 +10,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
+import gateway.lobby.schema
 import gateway.tournaments.schema  # noqa: F401 - its tables (0003_tournaments) join the same metadata
 import ratings.models  # noqa: F401 - its tables (0002_ratings) join the same metadata
 from tests.storage_backends import SQL_BACKENDS, backend_for, run
@@ -22,6 +23,8 @@ TABLES = {
     "players", "matches", "seats", "events", "snapshots", "partitions", "workers",
     "ratings", "rating_history", "rated_matches",
     "organizers", "tournaments", "tournament_players", "tournament_byes", "batches", "batch_tables",
+    "player_keys", "lobby_queue", "lobby_tables", "lobby_seats", "lobby_challenges", "challenge_takers",
+    "lobby_leader",
 }
 
 
@@ -43,7 +46,7 @@ def tables(url: str) -> set[str]:
 def assert_at_head(url: str) -> None:
     engine = make_engine(url)
     try:
-        assert current(engine) == head() == "0004_leases"
+        assert current(engine) == head() == "0006_spectator_delay"
         with engine.connect() as conn:
             # The migrations build exactly what the models describe (types, indexes, constraints).
             assert compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), metadata) == []

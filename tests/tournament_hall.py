@@ -15,8 +15,10 @@ from typing import Any, TypeVar
 import grpc
 from sqlalchemy import Engine, func, select
 
-from gateway.server import Gateway, start_gateway
+from gateway.server import Gateway, public_servicers, start_gateway
+from gateway.spectators import Spectators
 from gateway.tournaments import schema
+from gateway.tournaments.delays import TournamentDelays
 from gateway.tournaments.director import Director
 from gateway.tournaments.jobs import EndedTables, tournament_jobs
 from gateway.tournaments.organizers import create_organizer
@@ -42,6 +44,8 @@ class Hall:
     key: str
     director: Director | None
     ended: EndedTables = field(default_factory=EndedTables)
+    spectators: Spectators | None = None
+    """The gateway's delayed spectators (tests that move the clock call its `retime`)."""
 
     @property
     def address(self) -> str:
@@ -90,14 +94,16 @@ async def open_hall(
     os.environ["TABLEHALL_DATABASE_URL"] = url  # the gateway's Tournaments service reads it
     engine = await asyncio.to_thread(engine_for, url)
     key = await asyncio.to_thread(create_organizer, engine, "Arbiter")
-    gateway = await start_gateway(router, "127.0.0.1", 0)
+    spectators = Spectators(clock, TournamentDelays())
+    gateway = await start_gateway(router, "127.0.0.1", 0, public_servicers(router, clock=clock, spectators=spectators))
     try:
         async with contextlib.AsyncExitStack() as stack:
             director = await stack.enter_async_context(tournament_jobs(url, router, ended)) if jobs else None
             async with Client(f"127.0.0.1:{gateway.port}") as client:
                 stub = tournaments_pb2_grpc.TournamentsStub(client.channel)
-                yield Hall([host], gateway, client, stub, engine, key, director, ended)
+                yield Hall([host], gateway, client, stub, engine, key, director, ended, spectators)
     finally:
+        spectators.close()
         host.close()
         for worker in remote:
             await worker.close()  # type: ignore[attr-defined]

@@ -82,6 +82,38 @@ class RateLimited(ServiceError):
     status = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
+class SpectatorDelay(ServiceError):
+    """A spectator's view of a delayed tournament table asked before any of its changes is old enough to show."""
+
+    code = "spectator_delay"
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class AlreadyQueued(ServiceError):
+    """A player who is in the Lobby's queue already asked to join again (one place in one queue)."""
+
+    code = "already_queued"
+    status = grpc.StatusCode.ALREADY_EXISTS
+
+
+class NameTaken(ServiceError):
+    """A player name that someone has already: a registered name is one player's."""
+
+    code = "name_taken"
+    status = grpc.StatusCode.ALREADY_EXISTS
+
+
+class OwnChallenge(ServiceError):
+    """A player taking their own challenge, or a seat of one they hold already."""
+
+    code = "own_challenge"
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+
+LOBBY_ERRORS = (AlreadyQueued, NameTaken, OwnChallenge)
+"""The Lobby's refusals: answered by the gateway itself, they never cross the hop to a worker."""
+
+
 ERRORS: dict[str, type[ServiceError] | type[RulesError]] = {
     kind.code: kind
     for kind in (
@@ -120,4 +152,4 @@ def error_for(code: str, message: str, moved_to: str = "") -> Exception:
     return ERRORS.get(code, ServiceError)(message)
 
 
-__all__ = ["ERRORS", "STATUS", "RulesError", "ServiceError", "error_for", "status_of"]
+__all__ = ["ERRORS", "LOBBY_ERRORS", "STATUS", "RulesError", "ServiceError", "error_for", "status_of"]

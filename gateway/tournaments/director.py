@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 
 from gateway.service import new_token
 from gateway.tournaments import pairing, rounds, store, tables
+from gateway.tournaments.changes import CHANGES
 from gateway.tournaments.errors import BatchRejected, NotYours, RoundNotOver, TournamentOver
 from gateway.tournaments.organizers import Organizer
 from gateway.tournaments.tables import PlannedTable
@@ -82,6 +83,10 @@ class TournamentSpec:
     voided: str = "replay"
     manual: bool = False
     round_pause_ms: int | None = None
+    spectator_delay_s: int = 0
+
+
+MAX_SPECTATOR_DELAY_S = 3600
 
 
 class Director:
@@ -195,10 +200,13 @@ class Director:
             raise BatchRejected("the pause between rounds is 0 to 86400 s")
         if not 1 <= len(spec.name.strip()) <= 128:
             raise BatchRejected("a tournament needs a name of 1 to 128 characters")
+        if not 0 <= spec.spectator_delay_s <= MAX_SPECTATOR_DELAY_S:
+            raise BatchRejected(f"the spectator delay is 0 to {MAX_SPECTATOR_DELAY_S} s")
         tournament_id = secrets.token_hex(8)
         tournament = store.Tournament(
             tournament_id, organizer.id, spec.name.strip(), game.name, spec.format, count, options, spec.voided,
             spec.manual, pause, self._origin(spec.start_unix_ms), "running", 0, spec.players,
+            spec.spectator_delay_s * 1000,
         )
         tokens = [new_token() for _ in spec.players]
         players = [
@@ -225,12 +233,12 @@ class Director:
             raise NotYours(f"tournament {tournament_id} belongs to another organizer")
         return snap
 
-    async def recent_snapshot(self, tournament_id: str) -> store.Snapshot:
-        """A snapshot at most FRESH_MS old, results not refreshed (the hook and the passes do that): what
-        many polling players read, at the cost of one database read per tournament per FRESH_MS."""
+    async def recent_snapshot(self, tournament_id: str, max_age_ms: int | None = None) -> store.Snapshot:
+        """A snapshot at most FRESH_MS (or `max_age_ms`) old, results not refreshed (the hook and the passes do
+        that): what many polling players read, at the cost of one database read per tournament per FRESH_MS."""
         now = self.clock()
         cached = self.recent.get(tournament_id)
-        if cached is not None and now - cached[0] < FRESH_MS:
+        if cached is not None and now - cached[0] < (FRESH_MS if max_age_ms is None else max_age_ms):
             return cached[1]
         snap: store.Snapshot | None = await self._db(store.snapshot, tournament_id)
         if snap is None:
@@ -338,6 +346,7 @@ class Director:
 
         async def progress(created: int) -> None:
             await self._db(store.batch_progress, batch_id, created)
+            CHANGES.notify(batch.tournament_id)
 
         try:
             await tables.send(self.router, creates, progress)
@@ -345,6 +354,7 @@ class Director:
             log.warning("batch %s: not every table was created yet (%s); it will be sent again", batch_id, error)
             return False
         await self._db(store.batch_status, batch_id, "created")
+        CHANGES.notify(batch.tournament_id)
         return True
 
     async def tables_ended(self, match_ids: Sequence[str]) -> None:
@@ -360,6 +370,8 @@ class Director:
         except pairing.PairingFailed as error:
             log.warning("tournament %s: %s", tournament_id, error)
             return
+        finally:
+            CHANGES.notify(tournament_id)  # results recorded, a round written, or the end
         if batch_id is not None:
             await self.deliver(batch_id)
 

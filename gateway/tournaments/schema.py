@@ -58,6 +58,8 @@ class TournamentRow(SQLModel, table=True):
     status: str = Field(sa_column=Column(String(16), nullable=False))
     current_round: int = Field(sa_column=Column(Integer, nullable=False))
     created_unix_ms: int = Field(sa_column=Column(BigInteger, nullable=False))
+    spectator_delay_ms: int = Field(sa_column=Column(BigInteger, nullable=False, server_default="0"))
+    """How late spectators see the tables (revision 0006); 0: live."""
 
 
 class TournamentPlayerRow(SQLModel, table=True):

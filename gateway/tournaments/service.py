@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeAlias
 
 import grpc
@@ -13,13 +13,14 @@ from google.protobuf.json_format import MessageToDict
 from sqlalchemy import Engine
 
 from gateway.service import bearer, bearer_token, token_sha256
-from gateway.tournaments import pairing, reports, store
+from gateway.tournaments import feed, pairing, reports, store
 from gateway.tournaments.director import Director, TournamentSpec
 from gateway.tournaments.errors import NoDatabase, NotYours
 from gateway.tournaments.organizers import Organizer, organizer_by_key
 from gateway.tournaments.rounds import TIE_BREAKS
 from gateway.workers import Router
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_grpc
+from workers.actor import unix_ms
 from workers.edge import edge, edge_stream
 from workers.errors import Unauthenticated
 
@@ -37,14 +38,16 @@ def options_of(message: matches_pb2.Options) -> dict[str, Any]:
 
 
 class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
-    def __init__(self, router: Router, director: Director | None = None) -> None:
+    def __init__(self, router: Router, director: Director | None = None, clock: Callable[[], int] = unix_ms) -> None:
         self.router = router
         self._director = director
+        self.clock = clock
+        """The service's clock (tests inject one): the director's, made on first use."""
 
     async def director(self) -> Director:
         """Made on first use, on the database of TABLEHALL_DATABASE_URL (migrated), like the ratings."""
         if self._director is None:
-            self._director = Director(await _engine(), self.router)
+            self._director = Director(await database_engine(), self.router, self.clock)
         return self._director
 
     async def organizer(self, context: Context) -> tuple[Director, Organizer]:
@@ -104,6 +107,7 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
             voided=request.voided or "replay",
             manual=request.manual,
             round_pause_ms=round(request.round_pause_s * 1000) if request.HasField("round_pause_s") else None,
+            spectator_delay_s=request.spectator_delay_s,
         )
         tournament_id, players = await director.create_tournament(organizer, spec)
         return tournaments_pb2.CreateTournamentResponse(
@@ -138,20 +142,7 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
         director = await self.director()
         snap = await director.snapshot(request.tournament_id)
         await self._organizer_or_player(director, context, snap)
-        lines = reports.standings(snap)
-        return tournaments_pb2.Standings(
-            tournament_id=snap.tournament.id,
-            game=snap.tournament.game,
-            after_round=reports.rounds_ended(snap),
-            tie_breaks=TIE_BREAKS[snap.tournament.game],
-            standings=[
-                tournaments_pb2.Standing(
-                    rank=s.rank, player=s.player, games=s.games, wins=float(s.wins), points=s.points,
-                    buchholz=float(s.buchholz), placement_points=float(s.placement_points), score=s.score,
-                )
-                for s in lines
-            ],
-        )
+        return standings_message(snap)
 
     async def _organizer_or_player(self, director: Director, context: Context, snap: store.Snapshot) -> None:
         key = bearer(context, required=True)
@@ -168,6 +159,39 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
     async def GetAssignment(
         self, request: tournaments_pb2.GetAssignmentRequest, context: Context
     ) -> tournaments_pb2.Assignment:
+        director, tournament_id, name, token = await self._player(request, context)
+        return assignment_message(await director.recent_snapshot(tournament_id), name, token)
+
+    @edge_stream
+    async def WatchAssignment(
+        self, request: tournaments_pb2.GetAssignmentRequest, context: Context
+    ) -> AsyncIterator[tournaments_pb2.Assignment]:
+        director, tournament_id, name, token = await self._player(request, context)
+        stream = feed.pushed(
+            director,
+            tournament_id,
+            lambda snap: assignment_message(snap, name, token),
+            lambda a: a.status == "finished",
+        )
+        async for message in stream:
+            yield message
+
+    @edge_stream
+    async def WatchTournament(
+        self, request: tournaments_pb2.WatchTournamentRequest, context: Context
+    ) -> AsyncIterator[tournaments_pb2.TournamentPage]:
+        """Public: anyone with the tournament's id follows its page (it carries no token)."""
+        director = await self.director()
+        first = await director.snapshot(request.tournament_id)  # NOT_FOUND before the stream starts
+        stream = feed.pushed(director, first.tournament.id, lambda snap: page_message(snap, director), _finished)
+        async for message in stream:
+            message.now_unix_ms = director.clock()  # after the comparison: a clock reading is no change
+            yield message
+
+    async def _player(
+        self, request: tournaments_pb2.GetAssignmentRequest, context: Context
+    ) -> tuple[Director, str, str, str]:
+        """The caller's tournament, name and token, from their player token (refused as GetAssignment says)."""
         director = await self.director()
         token, digest = presented_token(context)
         player = await asyncio.to_thread(store.player_by_token, director.engine, digest)
@@ -176,13 +200,7 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
         tournament_id, name = player
         if request.tournament_id and request.tournament_id != tournament_id:
             raise Unauthenticated(f"that token is no player's of tournament {request.tournament_id}")
-        # The seat token is the player's own tournament token: their seats were created with its hash.
-        a = reports.assignment(await director.recent_snapshot(tournament_id), name, token)
-        return tournaments_pb2.Assignment(
-            tournament_id=tournament_id, player=name, round=a.round, status=a.status, match_id=a.match_id,
-            seat=a.seat, seat_token=a.seat_token, players=list(a.players), starts_unix_ms=a.starts_unix_ms,
-            rank=a.rank,
-        )
+        return director, tournament_id, name, token
 
     @edge_stream
     async def ExportRecords(
@@ -207,6 +225,46 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
                     )
 
 
+def _finished(page: tournaments_pb2.TournamentPage) -> bool:
+    return page.tournament.status == "finished"
+
+
+def assignment_message(snap: store.Snapshot, name: str, token: str) -> tournaments_pb2.Assignment:
+    """The player's assignment; the seat token is their own tournament token (their seats have its hash)."""
+    a = reports.assignment(snap, name, token)
+    return tournaments_pb2.Assignment(
+        tournament_id=snap.tournament.id, player=name, round=a.round, status=a.status, match_id=a.match_id,
+        seat=a.seat, seat_token=a.seat_token, players=list(a.players), starts_unix_ms=a.starts_unix_ms, rank=a.rank,
+    )
+
+
+def standings_message(snap: store.Snapshot) -> tournaments_pb2.Standings:
+    return tournaments_pb2.Standings(
+        tournament_id=snap.tournament.id,
+        game=snap.tournament.game,
+        after_round=reports.rounds_ended(snap),
+        tie_breaks=TIE_BREAKS[snap.tournament.game],
+        standings=[
+            tournaments_pb2.Standing(
+                rank=s.rank, player=s.player, games=s.games, wins=float(s.wins), points=s.points,
+                buchholz=float(s.buchholz), placement_points=float(s.placement_points), score=s.score,
+            )
+            for s in reports.standings(snap)
+        ],
+    )
+
+
+def page_message(snap: store.Snapshot, director: Director) -> tournaments_pb2.TournamentPage:
+    """The public page: no token in it. `now_unix_ms` is left 0 here (it would make every read differ);
+    the stream sets it on what it sends."""
+    now = director.clock()
+    return tournaments_pb2.TournamentPage(
+        tournament=tournament_message(snap, True, now, director.state(snap)),
+        standings=standings_message(snap),
+        next_round_unix_ms=feed.next_round_unix_ms(snap, now),
+    )
+
+
 def tournament_message(
     snap: store.Snapshot, with_tables: bool, now_unix_ms: int, state: tuple[str, str] | None = None
 ) -> tournaments_pb2.Tournament:
@@ -216,7 +274,7 @@ def tournament_message(
     message = tournaments_pb2.Tournament(
         tournament_id=t.id, name=t.name, game=t.game, format=t.format, status=status, detail=detail, rounds=t.rounds,
         current_round=t.current_round, players=list(t.players), voided=t.voided, manual=t.manual,
-        starts_unix_ms=t.starts_unix_ms,
+        starts_unix_ms=t.starts_unix_ms, spectator_delay_s=t.spectator_delay_ms // 1000,
         round_states=[
             tournaments_pb2.Round(
                 number=r.number, status=r.status, tables=r.tables, scheduled=r.scheduled, ended=r.ended,
@@ -237,7 +295,8 @@ def tournament_message(
     return message
 
 
-async def _engine() -> Engine:
+async def database_engine() -> Engine:
+    """The database of TABLEHALL_DATABASE_URL, migrated (NoDatabase: the service runs with `memory`)."""
     from workers.sql.engine import database_url
     from workers.sql.migrate import engine_for
 
@@ -246,5 +305,3 @@ async def _engine() -> Engine:
         raise NoDatabase("tournaments need a database: this service runs with TABLEHALL_DATABASE_URL=memory")
     engine: Engine = await asyncio.to_thread(engine_for, url)
     return engine
-
-

@@ -168,6 +168,7 @@ class Tournament:
     status: str
     current_round: int
     players: tuple[str, ...] = ()
+    spectator_delay_ms: int = 0
 
     def settings(self) -> Settings:
         assert self.voided in ("replay", "draw")
@@ -337,6 +338,20 @@ def tournaments_of(engine: Engine, match_ids: Sequence[str]) -> list[str]:
 def ended_records(engine: Engine, match_ids: Sequence[str]) -> dict[str, ended.Ended]:
     with reading(engine) as conn, conn.begin():
         return {r.match_id: r for r in ended.ended(conn, match_ids)}
+
+
+def spectator_delay_ms(engine: Engine, match_id: str) -> int:
+    """How late spectators see this match: its tournament's delay, 0 for a match of no tournament."""
+    b, bt, t = s.batches, s.batch_tables, s.tournaments
+    query = (
+        select(t.c.spectator_delay_ms)
+        .join(b, b.c.tournament_id == t.c.id)
+        .join(bt, bt.c.batch_id == b.c.id)
+        .where(bt.c.match_id == match_id)
+    )
+    with reading(engine) as conn, conn.begin():
+        found = rows(conn, query)
+    return int(found[0][0]) if found else 0
 
 
 def match_statuses(engine: Engine, match_ids: Sequence[str]) -> dict[str, str]:

@@ -14,7 +14,7 @@ export type Act = Record<string, any> & { do: string };
 
 export const protocol = new URLSearchParams(location.search).get("protocol") === "grpc-web" ? "grpc-web" : "connect";
 
-const transport =
+export const transport =
   protocol === "grpc-web"
     ? createGrpcWebTransport({ baseUrl: location.origin, useBinaryFormat: true })
     : createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true });

@@ -7,7 +7,9 @@ import { MatchTime } from "./clock";
 import { h, newUi, seatName, type Send } from "./dom";
 import { paintFiveClocks, renderFive } from "./five";
 import { paintClocks as paintSBClocks, renderSB } from "./sb";
-import { Code } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { playPanel } from "./play";
+import { leaveTournament, routeTournament } from "./tournament";
 
 interface Table {
   matchId: string;
@@ -98,8 +100,10 @@ function lobby(message?: string): void {
       "div",
       { class: "lobby" },
       message ? h("p", { class: "notice" }, message) : null,
+      playPanel((matchId, key, names) => void joinWith(matchId, key, names), banner),
       h("form", { id: "create", onsubmit: create }, h("h2", {}, "New match"), h("label", {}, "Game ", game), h("label", {}, "Your name ", me), h("label", {}, "Other players ", others), sbOnly, fiveOnly, h("button", { type: "submit" }, "Create match")),
       h("form", { id: "join", onsubmit: join }, h("h2", {}, "Join a match"), h("label", {}, "Match ", matchId), h("label", {}, "Token ", token), h("button", { type: "submit" }, "Join")),
+      h("p", { class: "notice" }, "Tournaments: ", h("a", { href: "#/organize" }, "organizer controls"), " · a tournament's page is #/t/<id>"),
     ),
   );
 }
@@ -119,6 +123,11 @@ async function joinWith(matchId: string, token: string | null, names: string[]):
     save(table);
     open(table);
   } catch (error) {
+    if (!token && ConnectError.from(error).metadata.get("tablehall-error") === "spectator_delay") {
+      // a delayed tournament table: nothing is old enough to show yet; Watch shows each change once it is
+      open({ matchId, names, tokens: {}, shared: false, invites: [] });
+      return;
+    }
     banner(explain(error));
   }
 }
@@ -399,18 +408,25 @@ Object.assign(window, { tablehallShow: showStatic });
 // --- start: a link to a match (#match=…&token=…), this tab's table, or the lobby -----------------
 
 function boot(): void {
+  leaveTournament();
+  if (routeTournament(app, location.hash)) {
+    current?.close();
+    current = null;
+    return;
+  }
   const params = new URLSearchParams(location.hash.slice(1));
   const matchId = params.get("match");
   if (!matchId) return lobby();
   const token = params.get("token");
+  const names = (params.get("names") ?? "").split(",").filter(Boolean);
   if (token) {
-    const names = (params.get("names") ?? "").split(",").filter(Boolean);
     void joinWith(matchId, token, names);
     return;
   }
   const saved = sessionStorage.getItem(`tablehall:${matchId}`);
   if (saved) return open(JSON.parse(saved) as Table);
-  void joinWith(matchId, null, []); // no seat here: watch
+  void joinWith(matchId, null, names); // no seat here: watch
 }
 
+window.addEventListener("hashchange", boot); // tournament pages link to tables and back
 boot();

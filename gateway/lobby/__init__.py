@@ -1,0 +1,1 @@
+"""The Lobby: registered players, the rated quick-pairing queue, open challenges and friend links."""
