@@ -17,6 +17,11 @@ def add_commands(commands: Any) -> None:
     engine.add_argument("--seconds", type=float, default=5.0, help="how long to play each game")
     engine.add_argument("--seed", type=int, default=1)
     engine.set_defaults(run=run_engine)
+    views = kinds.add_parser("views", help="one view's cost, typed against JSON: build, wire bytes, client")
+    views.add_argument("--game", default="all", choices=["all", *names()])
+    views.add_argument("--matches", type=int, default=3, help="self-played matches per game")
+    views.add_argument("--seed", type=int, default=1)
+    views.set_defaults(run=run_views)
     load = kinds.add_parser("service", help="bot-vs-bot matches through the gateway; commands/s, p50/p99")
     load.add_argument("--matches", type=int, default=400)
     load.add_argument("--concurrency", type=int, default=200)
@@ -108,6 +113,12 @@ def run_engine(args: argparse.Namespace) -> int:
     from tablehall.bench import bench_engine
 
     return bench_engine(args.game, args.seconds, args.seed)
+
+
+def run_views(args: argparse.Namespace) -> int:
+    from tablehall.bench_views import bench_views
+
+    return bench_views(args.game, args.matches, args.seed)
 
 
 def run_service(args: argparse.Namespace) -> int:

@@ -96,11 +96,11 @@ def test_the_command_lines_game_choices_are_the_catalog() -> None:
         "tablehall demo", "tablehall play", "tablehall bench engine", "tablehall bench service",
         "tablehall bench tables", "tablehall tables create", "tablehall tournament create",
         "tablehall bench lobby", "tablehall lobby join", "tablehall lobby challenge open",
-        "tablehall lobby challenge list", "tablehall bench bots", "tablehall lobby bot",
+        "tablehall lobby challenge list", "tablehall bench bots", "tablehall lobby bot", "tablehall bench views",
     }  # fmt: skip
     for command, flag in flags.items():
         choices = list(flag.choices or ())
-        if command in ("tablehall bench engine", "tablehall bench bots"):
+        if command in ("tablehall bench engine", "tablehall bench bots", "tablehall bench views"):
             assert (choices, flag.default) == (["all", *catalog.names()], "all")
         else:
             assert choices == list(catalog.names()), command

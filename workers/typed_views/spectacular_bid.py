@@ -36,10 +36,29 @@ def message(view: MatchView) -> views_pb2.SpectacularBidView:
     add = out.legal.add
     for entry, count in zip(view.legal, view.counts, strict=True):
         add(action=action_fields(entry), count=count)
-    add_round = out.past_rounds.add
-    for summary in view.past_rounds:
-        add_round(**_round(summary))
+    out.MergeFromString(_past_rounds(view.past_rounds))
     return out
+
+
+_PAST: dict[int, tuple[tuple[dict[str, JSON], ...], bytes]] = {}
+"""The past rounds already converted, by the identity of the engine's tuple of their summaries (the same
+for every seat and change until the next round ends), as the serialized `past_rounds` field: merged in C,
+not rebuilt."""
+KEPT = 4096
+
+
+def _past_rounds(summaries: tuple[dict[str, JSON], ...]) -> bytes:
+    known = _PAST.get(id(summaries))
+    if known is not None and known[0] is summaries:
+        return known[1]
+    past = views_pb2.SpectacularBidView()
+    for summary in summaries:
+        past.past_rounds.add(**_round(summary))
+    encoded = past.SerializeToString()
+    if len(_PAST) >= KEPT:
+        _PAST.clear()
+    _PAST[id(summaries)] = (summaries, encoded)  # the tuple is kept: its id is not reused while cached
+    return encoded
 
 
 def _layout(layout: LayoutView) -> dict[str, Any]:

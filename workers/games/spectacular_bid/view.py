@@ -153,11 +153,29 @@ def view(state: State, seat: Seat | None) -> MatchView:
         void_reason=state.void_reason,
         legal=tuple(a.to_json() for a in legal),
         counts=tuple(_count_after(layout, a) for a in legal),
-        past_rounds=tuple(_summary(r, state.points, False) for r in state.past),
+        past_rounds=_past(state.past),
         final_round=_summary(state.round, state.points, True)
         if state.phase is Phase.OVER and state.round is not None
         else None,
     )
+
+
+_PAST: dict[int, tuple[tuple[Round, ...], tuple[dict[str, JSON], ...]]] = {}
+"""The past rounds summed up, by the identity of the state's tuple of them (every view of every change
+shares it until the next round ends): summed once, and the same tuple each time, which the typed view's
+cache keys on (workers/typed_views). Readers never change a summary."""
+KEPT = 4096
+
+
+def _past(past: tuple[Round, ...]) -> tuple[dict[str, JSON], ...]:
+    known = _PAST.get(id(past))
+    if known is not None and known[0] is past:
+        return known[1]
+    summaries = tuple(_summary(r, (0, 0), False) for r in past)  # not final: the points play no part
+    if len(_PAST) >= KEPT:
+        _PAST.clear()
+    _PAST[id(past)] = (past, summaries)  # the tuple is kept: its id is not reused while cached
+    return summaries
 
 
 def _summary(round: Round, points: tuple[int, int], final: bool) -> dict[str, JSON]:
