@@ -71,7 +71,7 @@ class MatchActor(Published):
         position: Position,
         hosting: Hosting = Hosting(),
     ) -> None:
-        super().__init__(entry, game, position)
+        super().__init__(entry, game, position, hosting.clock)
         self.storage = storage
         self.epoch = epoch
         self.hosting = hosting

@@ -10,7 +10,7 @@ import asyncio
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from google.protobuf.message import Message
@@ -27,6 +27,11 @@ from workers.typed_views import FIELDS, typed_view
 
 TYPED, JSON_ONLY = matches_pb2.VIEW_FORMAT_TYPED, matches_pb2.VIEW_FORMAT_JSON
 
+
+
+def wall() -> int:
+    """The wall clock in unix ms (a match published alone: no host to hand its clock over)."""
+    return time.time_ns() // 1_000_000
 
 class Shown:
     """One seat's view of one change, in the forms asked so far: each built at most once, then shared."""
@@ -58,8 +63,12 @@ class Shown:
 
 
 class Published:
-    def __init__(self, entry: MatchEntry, game: Game[Any, Any, Any], position: Position) -> None:
+    def __init__(
+        self, entry: MatchEntry, game: Game[Any, Any, Any], position: Position, clock: Callable[[], int] = wall
+    ) -> None:
         self.entry = entry
+        self.clock = clock
+        """Unix ms from the clock that times the match's moves (its host's, handed over by the actor)."""
         self.game = game
         self.position = position
         self.snapshots: list[Match] = [position.match] if position.change else []
@@ -140,9 +149,8 @@ class Published:
         return update
 
     def wall_ms(self) -> int:
-        """Unix ms from the clock that times the match's moves (its host's: MatchActor.hosting), else the wall's."""
-        hosting = getattr(self, "hosting", None)
-        return int(hosting.clock()) if hosting is not None else time.time_ns() // 1_000_000
+        """Unix ms from the clock that times the match's moves."""
+        return int(self.clock())
 
     async def watch(
         self, token_sha256: bytes, after_seq: int, views: int = matches_pb2.VIEW_FORMAT_BOTH
