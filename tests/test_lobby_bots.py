@@ -13,7 +13,7 @@ import pytest
 
 from gateway.lobby import schema
 from protos.tablehall.v1 import lobby_pb2
-from tablehall.client import TablehallError
+from tablehall.client import Client, TablehallError
 from tests.lobby_support import Lobby, run_lobby
 from workers.bots import Level, decide, is_over
 from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID
@@ -23,9 +23,19 @@ OPTIONS = {SPECTACULAR_BID: {"start_points": 40}, FIVE_OH_ONE: {"start_score": 1
 
 async def play_out(lobby: Lobby, match_id: str, key: str) -> dict[str, object]:
     """The caller plays greedy from its own view until the match is over; the final view."""
-    seat, rng = lobby.client.seat(match_id, key), random.Random(7)
+    return await play_on(lobby.client, match_id, key)
+
+
+async def play_out_at(address: str, match_id: str, key: str) -> dict[str, object]:
+    async with Client(address) as client:
+        return await play_on(client, match_id, key)
+
+
+async def play_on(client: Client, match_id: str, key: str, until: str = "over") -> dict[str, object]:
+    """Play greedy from the seat's view until its phase is `until` (or the match is over)."""
+    seat, rng = client.seat(match_id, key), random.Random(7)
     async for _seq, view in seat.watch():
-        if is_over(view):
+        if is_over(view) or view.get("phase") == until:
             return view
         action = decide(view, Level.GREEDY, rng)
         if action is not None:
@@ -57,8 +67,7 @@ def test_a_player_plays_a_bot_of_the_chosen_level_to_the_end(tmp_path: Path, gam
         record = await lobby.client.record(seat.match_id)
         acted = {e.get("seat") for e in record["events"] if e.get("do") not in ("deal", None)}
         assert set(range(len(seat.players))) <= acted, "every seat, the bots' too, acted"
-        while lobby.hall.bots.running:  # each runner ends with its match
-            await asyncio.sleep(0.01)
+        await asyncio.gather(*lobby.hall.bots.running.values())  # each runner ends with its match
         again = await ana.stub.PlayBot(request, metadata=ana.metadata)  # the same bot players, a new table
         assert list(again.players) and set(again.players) - {"Ana"} == set(bots)
         await lobby.hall.bots.stop()

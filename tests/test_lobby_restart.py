@@ -63,3 +63,32 @@ def test_a_killed_serve_loses_no_queued_player(tmp_path: Path) -> None:
         assert (seats, waiting) == (2, 0)
     finally:
         stop_process(second)
+
+
+def test_a_killed_serve_s_bots_play_on_after_the_restart(tmp_path: Path) -> None:
+    """A 501♠ table against two bots (no decision limit: no clock runs, so the outage voids nothing):
+    serve killed with SIGKILL mid-hand; the restarted serve's Lobby takes the bot seats up from the
+    database and the player plays the match to its end with them."""
+    from tests.test_lobby_bots import play_on, play_out_at
+
+    url = f"sqlite:///{tmp_path / 'bots.db'}"
+    first, address = serve(url)
+    try:
+
+        async def before() -> tuple[str, str, int]:
+            async with Client(address) as client:
+                ana = await register(client, "Ana")
+                seat = await LobbyClient(client, ana.key).play_bot("501", "random", {"start_score": 60})
+                await play_on(client, seat.match_id, ana.key, until="tricks")  # the bots have bid: they play
+                return ana.key, seat.match_id, seat.seat
+
+        key, match_id, _seat = asyncio.run(before())
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+    second, address = serve(url)
+    try:
+        final = asyncio.run(asyncio.wait_for(play_out_at(address, match_id, key), 120))
+        assert final.get("phase") == "over" and not final.get("void_reason"), final
+    finally:
+        stop_process(second)
