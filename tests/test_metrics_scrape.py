@@ -130,8 +130,11 @@ def _children(pid: int) -> list[str]:
     """The command lines of a process's children (Linux /proc)."""
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            found.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        try:  # a thread, or a child, may end while it is read
+            for child in (task / "children").read_text().split():
+                found.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
     return found
 
 
