@@ -239,6 +239,8 @@ def _player(view: dict[str, Any], leader: int, number: int) -> Seat:
 def _dealt(worlds: FiveWorlds, rng: random.Random) -> dict[Seat, frozenset[Card]]:
     """The unseen cards dealt to their holders, voids respected (given up after `RETRIES` dead ends)."""
     voids = dict(worlds.voids)
+    if not voids:
+        return _dealt_freely(worlds, rng)
     for attempt in range(RETRIES + 1):
         strict = attempt < RETRIES
         room = dict(worlds.holds)
@@ -263,6 +265,20 @@ def _dealt(worlds: FiveWorlds, rng: random.Random) -> dict[Seat, frozenset[Card]
         else:
             return {s: frozenset(c) for s, c in held.items()}
     raise AssertionError("unreachable: the last attempt ignores voids")
+
+
+def _dealt_freely(worlds: FiveWorlds, rng: random.Random) -> dict[Seat, frozenset[Card]]:
+    """No voids known: the keeper's talon cards to the keeper, the rest shuffled and cut (a uniform deal)."""
+    cards = [c for c in worlds.unseen if c not in worlds.first]
+    rng.shuffle(cards)
+    out: dict[Seat, frozenset[Card]] = {}
+    at = 0
+    for seat, count in worlds.holds:
+        first = [c for c in worlds.first if seat == worlds.keeper]
+        take = count - len(first)
+        out[seat] = frozenset((*first, *cards[at : at + take]))
+        at += take
+    return out
 
 
 def _trick_play(plays: Sequence[Play], hand: Tricks) -> Play:

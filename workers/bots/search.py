@@ -29,6 +29,10 @@ own decisions only (its information set's action history). True: every seat's mo
 UCB for that seat's reward (plain SO-ISMCTS). The bench measures the first stronger against greedy play."""
 SURE = 1.0
 """How many standard errors the search's best move must beat the greedy move by to be played instead."""
+SEARCH_501_BIDS = False
+"""False: a 501♠ seat bids greedily and searches only the declaration and the card play (the bids' worlds
+are guesses at three hidden hands and a talon; with the few iterations per move the bench measured the
+search's bids no better than greedy's)."""
 MAX_PLAYOUT = 200
 """A playout longer than this many moves stops where it is (a guard; rounds and hands are shorter)."""
 
@@ -95,7 +99,7 @@ def _worlds(view: View) -> Worlds | None:
     if not legal or view.get("turn") != view.get("seat") or view.get("seat") is None:
         return None
     if view.get("game") == FIVE_OH_ONE:
-        return FiveWorlds.of(view)
+        return None if view.get("phase") == "bidding" and not SEARCH_501_BIDS else FiveWorlds.of(view)
     return SbWorlds.of(view)
 
 
