@@ -213,6 +213,17 @@ async function playTile(page) {
     await page.waitForFunction(() => document.activeElement?.matches(".end-marker.target"), null, { timeout: STEP_MS });
     await page.keyboard.press("Enter");
     seen.keyed += 1;
+  } else if ((seen.stuck ?? 0) >= 2) {
+    // twice a touch found no way to the piece on an unchanged board (seen on a loaded machine, phone size):
+    // the picture is kept for the record and this move is made with the keys, so the match goes on
+    await shot(page, "untouchable");
+    seen.untouchable = (seen.untouchable ?? 0) + 1;
+    await tile.first().focus();
+    await page.keyboard.press("Enter");
+    await page.locator(".end-marker.target").first().waitFor({ timeout: STEP_MS });
+    await page.waitForFunction(() => document.activeElement?.matches(".end-marker.target"), null, { timeout: STEP_MS });
+    await page.keyboard.press("Enter");
+    return true;
   } else {
     await tile.first().click({ timeout: 3000 });
     await page.locator(".end-marker.target").first().click({ timeout: 3000 });
@@ -290,8 +301,13 @@ async function move(page) {
     } else if (!(sb ? await playTile(page) : (await declare(page)) || (await playCard(page)))) return changed(page, seq, false);
   } catch (error) {
     if (!String(error).includes("Timeout")) throw error;
-    return; // the page moved on under the pointer (a change arrived): look again
+    // the page moved on under the pointer (a change arrived): look again — but a piece that stays
+    // untouchable on an unchanged board is a failure to show, not a loop until the watchdog
+    seen.stuck = (await shown(page)) === seq ? (seen.stuck ?? 0) + 1 : 0;
+    if (seen.stuck >= 5) throw new Error(`nothing could be touched at ${seq} five times: ${String(error).split("\n").slice(0, 2).concat(String(error).split("\n").slice(-3)).join(" / ")}`);
+    return;
   }
+  seen.stuck = 0;
   seen.moves += 1;
   await changed(page, seq);
   if (await page.locator("[data-error]").count()) {
