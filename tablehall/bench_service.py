@@ -195,11 +195,17 @@ async def _session(seat: SeatClient, rng: random.Random, tally: Tally, after: in
 
 async def one_match(client: Client, game: str, rng: random.Random, tally: Tally) -> None:
     """Bots play every seat; whatever stops them (Ctrl-C, a bot giving up), the match does not stay running."""
+    creating = asyncio.ensure_future(client.create_match(game, PLAYERS[game], OPTIONS[game]))
     try:
-        created = await client.create_match(game, PLAYERS[game], OPTIONS[game])
+        created = await asyncio.shield(creating)
     except TablehallError as error:  # refused, cancelled, unavailable under load: counted, the bench goes on
         tally.refused[f"create: {error.code or error.status.name}"] += 1
         return
+    except asyncio.CancelledError:  # Ctrl-C while the match was being made: it is made, so it is ended too
+        with contextlib.suppress(TablehallError, TimeoutError):
+            made = await asyncio.wait_for(creating, RESIGN_S)
+            await _end(client.seat(made.match_id, made.tokens[0]), game, tally)
+        raise
     seats = [client.seat(created.match_id, token) for token in created.tokens]
     ended = False
     try:
