@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.durability import free_ports
 from tests.processes import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,7 +89,7 @@ def exported_names(text: str) -> set[str]:
 def serve_with_metrics(tmp: Path, workers: int = 0, **env: str) -> Iterator[Served]:
     """`tablehall serve` (a SQLite file, embedded ratings and sweeps) with /metrics on; `workers` > 0: that
     many worker processes, whose /metrics are on the next ports."""
-    metrics_port = free_port()
+    metrics_port = free_ports(1 + workers)  # the workers' /metrics are on the next ports: free too
     environ = {**os.environ, "TABLEHALL_LOG_LEVEL": "WARNING", **env}
     environ.pop("TABLEHALL_METRICS_PORT", None)
     command = [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0", "--metrics-port", str(metrics_port)]
