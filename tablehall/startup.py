@@ -24,6 +24,9 @@ def explain(error: BaseException) -> str | None:
         return str(error)
     if engine is not None and isinstance(error, engine.DatabaseUnusable):
         return str(error)
+    metrics = sys.modules.get("workers.metrics")
+    if metrics is not None and isinstance(error, metrics.MetricsUnavailable):
+        return str(error)
     if isinstance(error, RuntimeError) and (bound := BIND_FAILED.search(str(error))):
         return cannot_listen(bound.group(1), "the port is taken, or the address is not this machine's")
     return None

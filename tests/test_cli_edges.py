@@ -172,6 +172,19 @@ def test_a_port_in_use_is_one_line(command: str) -> None:
     assert f"cannot listen on 127.0.0.1:{port}" in line and "--port" in line
 
 
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_a_metrics_port_in_use_is_one_line(command: str) -> None:
+    extra = {
+        "serve": ["--port", "0", "--web-port", "off", "--database-url", "memory"],
+        "worker": ["--port", "0", "--ordinal", "0", "--workers", "1", "--database-url", "memory"],
+    }[command]
+    with taken_port() as port:
+        ran = run(command, "--metrics-port", str(port), *extra)
+    assert ran.code == 2
+    line = ran.one_line(command)
+    assert f"cannot serve /metrics on 127.0.0.1:{port}" in line and "--metrics-port" in line
+
+
 def test_grpc_failing_to_bind_after_the_check_is_one_line_too() -> None:
     """Another program may take the port between the check and the bind: grpc's bare RuntimeError is worded."""
     grpc_words = "Failed to bind to address 127.0.0.1:5; set GRPC_VERBOSITY=debug environment variable to see..."

@@ -242,11 +242,22 @@ def metrics_host(default: str) -> str:
     return os.environ.get("TABLEHALL_METRICS_HOST") or default
 
 
+class MetricsUnavailable(Exception):
+    """`/metrics` cannot listen where asked (a port taken, an address not this machine's): the command line
+    says it in one line (tablehall/startup.py)."""
+
+
 def serve_metrics(port: int, host: str = "127.0.0.1", registry: CollectorRegistry = REGISTRY) -> Any:
     """Serve `/metrics` on `host:port` in a daemon thread; None when port is 0 (off). Returns the server."""
     if port <= 0:
         return None
-    server, _thread = start_http_server(port, addr=host, registry=registry)
+    try:
+        server, _thread = start_http_server(port, addr=host, registry=registry)
+    except OSError as error:
+        raise MetricsUnavailable(
+            f"cannot serve /metrics on {host}:{port} ({error.strerror or error}): choose another with "
+            "--metrics-port or TABLEHALL_METRICS_PORT (0: off)"
+        ) from None
     bound = server.server_address[1]
     print(f"tablehall metrics on http://{host}:{bound}/metrics", flush=True)
     return server
