@@ -23,6 +23,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, func, select
 
+from tablehall.children import stop
 from tablehall.client import Client
 from tablehall.lobby_client import LobbyClient
 
@@ -57,12 +58,7 @@ def bench_lobby(players: int, over_s: float, game: str, database_url: str | None
                 return 1
             outcome = asyncio.run(_measure(line.split()[3], keys, over_s, game, grace_s, engine))
         finally:
-            server.terminate()
-            try:
-                server.wait(15)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait(5)
+            stop(server)
     _report(players, over_s, game, url, outcome)
     return 0
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import grpc
 
 from protos.tablehall.v1 import tournaments_pb2, tournaments_pb2_grpc
+from tablehall.children import stop
 from workers.games.catalog import fewest_seats
 
 
@@ -44,12 +45,7 @@ def bench_tables(tables: int, game: str, database_url: str | None) -> int:
             address = line.split()[3]
             figures = asyncio.run(_measure(address, key, tables, game, seats))
         finally:
-            server.terminate()
-            try:
-                server.wait(15)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait(5)
+            stop(server)
     where = url.split("://")[0]
     print(f"{tables} {game} tables ({tables * seats} players) in one call, embedded ({where}):")
     for what, seconds in figures:
