@@ -51,6 +51,11 @@ def add_commands(commands: Any) -> None:
     messages.add_argument("--messages", type=int, default=40_000, help="round trips in all")
     messages.add_argument("--streams", type=int, default=100)
     messages.set_defaults(run=run_messages)
+    floor = kinds.add_parser("floor", help="grpc.aio alone, a two-seat match's traffic: bench service's floor")
+    floor.add_argument("--matches", type=int, default=50, help="matches in flight")
+    floor.add_argument("--commands", type=int, default=60, help="commands per match")
+    floor.add_argument("--seconds", type=float, default=20.0)
+    floor.set_defaults(run=run_floor)
     _add_lease_benches(kinds)
     tables = kinds.add_parser("tables", help="time to schedule N tables in one call (tablehall serve)")
     tables.add_argument("--tables", type=int, default=1000)
@@ -159,6 +164,12 @@ def run_messages(args: argparse.Namespace) -> int:
     from tablehall.bench_messages import bench_messages
 
     return bench_messages(args.messages, args.streams)
+
+
+def run_floor(args: argparse.Namespace) -> int:
+    from tablehall.bench_floor import bench_floor
+
+    return bench_floor(args.matches, args.commands, args.seconds)
 
 
 def run_roll(args: argparse.Namespace) -> int:

@@ -1,0 +1,161 @@
+"""`tablehall bench floor`: what grpc.aio alone allows for a two-seat match's commands, with no game at all.
+
+The floor under `tablehall bench service`: the same shape of traffic as a Spectacular Bid match played over
+two `Play` sessions, and as boardgame.io's harness (a move in, the new state out to both players), but the
+server does nothing except route pre-encoded bytes. Each match has two bidirectional streams, one per seat;
+the seat on move sends a command, the server answers it on that stream and sends an update to the other
+seat's stream, which then moves. A match is `--commands` commands; `--matches` are kept in flight. The
+server runs in its own process and reports its CPU time; the load generator (all matches' clients, one
+process, as the peer's harness) reports its own.
+
+Whatever tablehall does per command is added to these figures: if the floor's commands/s is below the peer's
+moves/s on the same hour, no work we cut on our side can reach the peer's throughput in Python's gRPC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import time
+from collections.abc import AsyncIterator
+from multiprocessing.connection import Connection
+from typing import Any
+
+import grpc
+from rich.console import Console
+from rich.table import Table
+
+_SERVICE = "tablehall.bench.Floor"
+_METHOD = f"/{_SERVICE}/Seat"
+_ANSWER = b"a" * 120
+"""An answer about the size of an `ActResponse`."""
+_UPDATE = b"u" * 250
+"""An update about the size of a typed Spectacular Bid `Update` (~250 bytes)."""
+
+
+def _identity(raw: bytes) -> bytes:
+    return raw
+
+
+class _Hall:
+    """The server's one piece of state: each seat's outgoing queue, by (match, seat)."""
+
+    def __init__(self) -> None:
+        self.queues: dict[bytes, asyncio.Queue[bytes | None]] = {}
+
+    def queue(self, key: bytes) -> asyncio.Queue[bytes | None]:
+        return self.queues.setdefault(key, asyncio.Queue())
+
+    async def seat(self, requests: AsyncIterator[bytes], context: Any) -> AsyncIterator[bytes]:
+        """The first message names the seat ("<match>:<0|1>"); each later one is a command: answer it here
+        and tell the other seat."""
+        first = await anext(aiter(requests))
+        match, _, seat = first.partition(b":")
+        own = self.queue(first)
+        other = self.queue(match + b":" + (b"1" if seat == b"0" else b"0"))
+
+        async def read() -> None:
+            async for _ in requests:
+                own.put_nowait(_ANSWER)
+                other.put_nowait(_UPDATE)
+            own.put_nowait(None)
+
+        reader = asyncio.ensure_future(read())
+        try:
+            while (message := await own.get()) is not None:
+                yield message
+        finally:
+            reader.cancel()
+            self.queues.pop(first, None)
+
+
+async def _serve(pipe: Connection) -> None:
+    hall = _Hall()
+    handler = grpc.method_handlers_generic_handler(
+        _SERVICE, {"Seat": grpc.stream_stream_rpc_method_handler(hall.seat, _identity, _identity)}
+    )
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    pipe.send(port)
+    await asyncio.to_thread(pipe.recv)  # the load starts
+    started = time.process_time()
+    await asyncio.to_thread(pipe.recv)  # the load is done
+    pipe.send(time.process_time() - started)
+    await server.stop(None)
+
+
+def _server(pipe: Connection) -> None:
+    asyncio.run(_serve(pipe))
+
+
+async def _match(channel: grpc.aio.Channel, index: int, commands: int, latencies: list[float]) -> None:
+    """Two seats alternate `commands` commands; a command's latency runs from its write to its answer."""
+    seat = channel.stream_stream(_METHOD, _identity, _identity)
+    calls = [seat(), seat()]
+    for number, call in enumerate(calls):
+        await call.write(f"{index}:{number}".encode())
+    clock = time.perf_counter
+    for played in range(commands):
+        mover, waiter = calls[played % 2], calls[(played + 1) % 2]
+        sent = clock()
+        await mover.write(b"c")
+        await mover.read()  # the answer
+        latencies.append(clock() - sent)
+        await waiter.read()  # the other seat's update: its turn
+    for call in calls:
+        await call.done_writing()
+        await call.read()  # the end of the stream
+
+
+async def _load(port: int, matches: int, commands: int, seconds: float) -> tuple[list[float], float, float]:
+    latencies: list[float] = []
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        deadline = time.perf_counter() + seconds
+        counter = iter(range(1 << 30))
+
+        async def slot() -> None:
+            """Matches one after another until the time is up (at least one each)."""
+            await _match(channel, next(counter), commands, latencies)
+            while time.perf_counter() < deadline:
+                await _match(channel, next(counter), commands, latencies)
+
+        started, cpu = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(slot() for _ in range(matches)))
+        return latencies, time.perf_counter() - started, time.process_time() - cpu
+
+
+def bench_floor(matches: int, commands: int, seconds: float) -> int:
+    ours, theirs = multiprocessing.Pipe()
+    server = multiprocessing.Process(target=_server, args=(theirs,), daemon=True)
+    server.start()
+    try:
+        port = ours.recv()
+        ours.send("start")
+        latencies, wall, client_cpu = asyncio.run(_load(port, matches, commands, seconds))
+        ours.send("done")
+        server_cpu = ours.recv()
+    finally:
+        server.join(10)
+        if server.is_alive():
+            server.kill()
+    _print(matches, latencies, wall, client_cpu, server_cpu)
+    return 0
+
+
+def _print(matches: int, latencies: list[float], wall: float, client_cpu: float, server_cpu: float) -> None:
+    done = len(latencies)
+    ordered = sorted(latencies)
+
+    def ms(q: float) -> str:
+        return f"{ordered[min(done - 1, int(q * done))] * 1000:.1f}" if done else "-"
+
+    table = Table(title=f"tablehall bench floor: grpc.aio alone, {matches} two-seat matches in flight")
+    for column in ("commands", "commands/s", "p50 ms", "p99 ms", "server CPU ms/command", "load CPU ms/command"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        f"{done:,}", f"{done / wall:,.0f}", ms(0.5), ms(0.99),
+        f"{server_cpu / max(done, 1) * 1000:.3f}", f"{client_cpu / max(done, 1) * 1000:.3f}",
+    )
+    Console().print(table)

@@ -1,0 +1,21 @@
+"""`tablehall bench floor` plays two-seat matches of bare messages through a real grpc.aio server process."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+
+def test_every_match_plays_all_its_commands_and_both_sides_cpu_is_printed() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tablehall.cli", "bench", "floor", "--matches", "3", "--commands", "7",
+         "--seconds", "0"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = " ".join(done.stdout.split())
+    row = re.search(r"│ ([\d,]+) │ ([\d,]+) │ [\d.]+ │ [\d.]+ │ ([\d.]+) │ ([\d.]+) │", printed)
+    assert row, printed
+    assert int(row.group(1).replace(",", "")) == 3 * 7  # one match per slot, every command answered
+    assert float(row.group(3)) > 0 and float(row.group(4)) > 0
