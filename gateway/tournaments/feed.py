@@ -1,7 +1,7 @@
 """The pushed streams of a tournament: a player's assignment (WatchAssignment) and the public page
-(WatchTournament). Each stream re-reads the tournament when this process changes it (`changes.CHANGES`)
-and at least every POLL_S (changes made by other processes), and sends a message only when what it shows
-has changed."""
+(WatchTournament). Each stream re-reads the tournament when this process changes it (`changes.CHANGES`),
+at least every POLL_S (changes made by other processes), and at the instant a delayed result may be shown
+(a timer on the stream's side, not the client's), and sends a message only when what it shows has changed."""
 
 from __future__ import annotations
 
@@ -22,9 +22,15 @@ M = TypeVar("M", bound=Message)
 
 
 async def pushed(
-    director: Director, tournament_id: str, build: Callable[[store.Snapshot], M], last: Callable[[M], bool]
+    director: Director,
+    tournament_id: str,
+    build: Callable[[store.Snapshot], M],
+    last: Callable[[M], bool],
+    due: Callable[[store.Snapshot], int | None] | None = None,
 ) -> AsyncIterator[M]:
-    """`build(snapshot)` at once, then again whenever its bytes change; ends after a message `last` says ends it."""
+    """`build(snapshot)` at once, then again whenever its bytes change; ends after a message `last` says ends it.
+    `due(snapshot)`: the director's clock reading at which the message changes by the clock alone (a delayed
+    result shown), when the stream wakes by itself (an injected clock: `Changes.retime`)."""
     sent = b""
     with CHANGES.listening(tournament_id) as wake:
         fresh = False
@@ -38,8 +44,12 @@ async def pushed(
                 yield message
             if last(message):
                 return
+            wait_s = POLL_S
+            reveal = None if due is None else due(snap)
+            if reveal is not None:
+                wait_s = min(wait_s, max(0, reveal - director.clock()) / 1000)
             try:
-                await asyncio.wait_for(wake.wait(), POLL_S)
+                await asyncio.wait_for(wake.wait(), wait_s)
                 fresh = True
             except TimeoutError:
                 fresh = False
