@@ -34,15 +34,18 @@ def seen(snap: Snapshot, now_ms: int, player: str | None = None) -> Snapshot:
     delay = snap.tournament.spectator_delay_ms
     if delay <= 0:
         return snap
-    shown_batches: list[str] = []
+    shown_batches: set[str] = set()
     hidden: set[str] = set()
     blocked = False
     """Set from the first batch with a table whose result is not shown: later batches were planned from it."""
+    by_batch: dict[str, list[TableRow]] = {}
+    for table in snap.tables:
+        by_batch.setdefault(table.batch_id, []).append(table)
     for batch in sorted(snap.batches, key=lambda b: (b.round or 0, b.attempt)):
         if blocked:
             break
-        shown_batches.append(batch.id)
-        for table in (x for x in snap.tables if x.batch_id == batch.id):
+        shown_batches.add(batch.id)
+        for table in by_batch.get(batch.id, ()):
             if _hidden(table, delay, now_ms, player):
                 hidden.add(table.match_id)
             if table.status not in ENDED or table.match_id in hidden:
