@@ -3,11 +3,12 @@ jobs), on an injected clock: the public page (WatchTournament), a non-seat playe
 public GetRecord carry a table's result only once its end is as old as the spectator delay (checked on the
 serialized bytes), and the round paired from it only then; the page is pushed when the delay passes. The
 organizer and the table's seats have it at once; a tournament without a delay stays live. Also the pure
-view (`gateway/tournaments/public.py`)."""
+view (`gateway/tournaments/public.py`) and `tablehall record --token` against a real `tablehall serve`."""
 
 from __future__ import annotations
 
 import asyncio
+import csv
 import json
 import time
 from pathlib import Path
@@ -20,14 +21,20 @@ from sqlalchemy import select
 from gateway.tournaments import public
 from gateway.tournaments.changes import CHANGES
 from gateway.tournaments.store import Batch, Snapshot, TableRow, Tournament
-from protos.tablehall.v1 import matches_pb2, tournaments_pb2
-from tablehall.client import TablehallError, action_message
+from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_grpc
+from tablehall.client import Client, TablehallError, action_message
+from tests import test_tournament_cli
+from tests.test_tournament_cli import tablehall
 from tests.tournament_hall import Hall, run_hall
 from workers.sql import models as m
 
 DELAY_S = 60
 PLAYERS = ["Ana", "Bia", "Caio"]
 """Round robin of three: one table a round and a bye."""
+
+
+served = test_tournament_cli.served
+"""A `tablehall serve` on a new SQLite file, and that database's URL."""
 
 
 class Clock:
@@ -224,3 +231,33 @@ def test_the_pure_view_hides_each_result_until_its_end_plus_the_delay() -> None:
     assert public.seen(live, 0) is live, "no delay: shown as it stands"
     last = public.seen(snapshot(10_000, round_two=False, finished=True), 14_999)
     assert last.tournament.status == "running", "the end is shown with the last result"
+
+
+def test_the_record_command_has_a_delayed_table_with_a_seat_s_token(served: tuple[str, str], tmp_path: Path) -> None:
+    """`tablehall record` against a real `tablehall serve`: a table of a tournament whose spectators are an
+    hour late, just ended: refused in one line without a token, the record with the seat's token."""
+    address, url = served
+    key = tablehall("organizer", "create", "Arbiter", "--database-url", url).stdout.strip().splitlines()[-1]
+    (tmp_path / "players.csv").write_text("Ann\nBob\n")
+    tokens = tmp_path / "tokens.csv"
+    tablehall("tournament", "create", "--name", "Late cup", "--game", "spectacular-bid", "--players",
+              str(tmp_path / "players.csv"), "--format", "round-robin", "--points", "20", "--spectator-delay",
+              "3600", "--out", str(tokens), "--address", address, "--key", key)  # fmt: skip
+    ann = next(r["token"] for r in csv.DictReader(tokens.open()) if r["player"] == "Ann")
+
+    async def resign() -> str:
+        async with Client(address) as client:
+            stub = tournaments_pb2_grpc.TournamentsStub(client.channel)
+            metadata = (("authorization", f"Bearer {ann}"),)
+            async for assignment in stub.WatchAssignment(tournaments_pb2.GetAssignmentRequest(), metadata=metadata):
+                if assignment.status == "table":
+                    break
+            act = matches_pb2.ActRequest(match_id=assignment.match_id, action=action_message({"do": "resign"}))
+            await client.stub.Act(act, metadata=metadata)
+            return str(assignment.match_id)
+
+    match_id = asyncio.run(resign())
+    public = tablehall("record", match_id, "--address", address, check=1)
+    assert "spectator_delay" in public.stderr and public.stderr.count("\n") == 1 and not public.stdout
+    for token in (ann, key):  # the seat, the organizer
+        assert json.loads(tablehall("record", match_id, "--address", address, "--token", token).stdout)["events"]
