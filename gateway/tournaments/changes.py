@@ -18,12 +18,6 @@ class Changes:
         for wake in self.listeners.get(tournament_id or "", ()):
             wake.set()
 
-    def retime(self) -> None:
-        """The clock was moved (tests inject one): every stream reads it again (a delayed result may show)."""
-        for wakes in self.listeners.values():
-            for wake in wakes:
-                wake.set()
-
     @contextmanager
     def listening(self, tournament_id: str) -> Iterator[asyncio.Event]:
         """An event set on every change of the tournament while the block runs."""

@@ -17,6 +17,9 @@ from gateway.tournaments.director import Director
 
 POLL_S = 1.0
 """The longest a stream goes without re-reading its tournament (another process may have changed it)."""
+REVEAL_WAIT_S = 0.01
+"""The shortest wait for a delayed result's instant (a clock that stands still, as a test's may, is read
+again at most this often; a real one shows the result at most this late)."""
 
 M = TypeVar("M", bound=Message)
 
@@ -30,7 +33,7 @@ async def pushed(
 ) -> AsyncIterator[M]:
     """`build(snapshot)` at once, then again whenever its bytes change; ends after a message `last` says ends it.
     `due(snapshot)`: the director's clock reading at which the message changes by the clock alone (a delayed
-    result shown), when the stream wakes by itself (an injected clock: `Changes.retime`)."""
+    result shown), when the stream wakes by itself."""
     sent = b""
     with CHANGES.listening(tournament_id) as wake:
         fresh = False
@@ -47,7 +50,7 @@ async def pushed(
             wait_s = POLL_S
             reveal = None if due is None else due(snap)
             if reveal is not None:
-                wait_s = min(wait_s, max(0, reveal - director.clock()) / 1000)
+                wait_s = min(wait_s, max(REVEAL_WAIT_S, (reveal - director.clock()) / 1000))
             try:
                 await asyncio.wait_for(wake.wait(), wait_s)
                 fresh = True
