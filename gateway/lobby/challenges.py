@@ -180,12 +180,16 @@ def take(engine: Engine, player_id: int, challenge_id: str, now_ms: int, lifetim
 
 
 def expire(engine: Engine, opened_before_ms: int) -> int:
-    """Mark every open challenge opened at or before `opened_before_ms` expired (the leader's beat): how many."""
+    """Mark every open challenge opened at or before `opened_before_ms` expired (the leader's beat): how many.
+    Read first (the index on state and opening), so a beat with nothing to expire writes nothing (SQLite's
+    one write lock stays the match log's)."""
     c = s.lobby_challenges
+    due = (c.c.state == "open") & (c.c.opened_unix_ms <= opened_before_ms)
+    with engine.connect() as conn:
+        if conn.execute(select(c.c.id).where(due).limit(1)).first() is None:
+            return 0
     with engine.begin() as conn:
-        done = conn.execute(
-            c.update().where(c.c.state == "open", c.c.opened_unix_ms <= opened_before_ms).values(state="expired")
-        )
+        done = conn.execute(c.update().where(due).values(state="expired"))
     return int(done.rowcount or 0)
 
 
