@@ -223,7 +223,8 @@ def test_the_pure_view_hides_each_result_until_its_end_plus_the_delay() -> None:
     assert public.seen(snap, 15_000) is snap
     assert public.next_reveal_ms(snap, 10_999) == 11_000 and public.next_reveal_ms(snap, 11_000) == 15_000
     assert public.next_reveal_ms(snap, 15_000) is None
-    caio = public.seen(snap, 11_000, "Caio")
+    assert public.seen(snap, 0, public.ORGANIZER) is snap and public.next_reveal_ms(snap, 0, public.ORGANIZER) is None
+    caio = public.seen(snap, 11_000, public.Viewer(player="Caio"))
     assert [x.status for x in caio.tables] == ["finished", "finished", "playing"] and caio.tournament.current_round == 2
     live = snapshot(0, round_two=True)
     assert public.seen(live, 0) is live, "no delay: shown as it stands"

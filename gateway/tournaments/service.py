@@ -142,28 +142,29 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
         director = await self.director()
         snap = await director.snapshot(request.tournament_id)
         viewer = await self._viewer(director, context, snap, required=True)
-        return standings_message(seen_by(snap, viewer, director.clock()))
+        return standings_message(public.seen(snap, director.clock(), viewer))
 
-    async def _viewer(self, director: Director, context: Context, snap: store.Snapshot, required: bool) -> str | None:
-        """Who asks: None for the tournament's organizer (who sees every result live), a player's name (their
-        own results live, the others' at the spectator delay), "" for the public (only when not `required`:
-        no key, or a key that is neither)."""
+    async def _viewer(
+        self, director: Director, context: Context, snap: store.Snapshot, required: bool
+    ) -> public.Viewer:
+        """Who asks: the tournament's organizer, one of its players, or (only when not `required`: no key, or
+        a key that is neither) the public."""
         key = bearer(context, required=required)
         if not key:
-            return ""
+            return public.PUBLIC
         found = await asyncio.to_thread(organizer_by_key, director.engine, key)
         if found is not None:
-            if found.id != snap.tournament.organizer_id:
-                if not required:
-                    return ""
+            if found.id == snap.tournament.organizer_id:
+                return public.ORGANIZER
+            if required:
                 raise NotYours(f"tournament {snap.tournament.id} belongs to another organizer")
-            return None
+            return public.PUBLIC
         player = await asyncio.to_thread(store.player_by_token, director.engine, key)
         if player is not None and player[0] == snap.tournament.id:
-            return player[1]
-        if not required:
-            return ""
-        raise Unauthenticated("this needs the organizer's key or a player token of this tournament")
+            return public.Viewer(player=player[1])
+        if required:
+            raise Unauthenticated("this needs the organizer's key or a player token of this tournament")
+        return public.PUBLIC
 
     @edge
     async def GetAssignment(
@@ -200,7 +201,7 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
             first.tournament.id,
             lambda snap: page_message(snap, director, viewer),
             _finished,
-            None if viewer is None else lambda snap: public.next_reveal_ms(snap, director.clock(), viewer or None),
+            lambda snap: public.next_reveal_ms(snap, director.clock(), viewer),
         )
         async for message in stream:
             message.now_unix_ms = director.clock()  # after the comparison: a clock reading is no change
@@ -272,16 +273,13 @@ def standings_message(snap: store.Snapshot) -> tournaments_pb2.Standings:
     )
 
 
-def seen_by(snap: store.Snapshot, viewer: str | None, now_unix_ms: int) -> store.Snapshot:
-    """The snapshot as `viewer` (Service._viewer) may see it now: the organizer all of it."""
-    return snap if viewer is None else public.seen(snap, now_unix_ms, viewer or None)
-
-
-def page_message(snap: store.Snapshot, director: Director, viewer: str | None = "") -> tournaments_pb2.TournamentPage:
+def page_message(
+    snap: store.Snapshot, director: Director, viewer: public.Viewer = public.PUBLIC
+) -> tournaments_pb2.TournamentPage:
     """The page as `viewer` may see it (the public by default): no token in it. `now_unix_ms` is left 0 here
     (it would make every read differ); the stream sets it on what it sends."""
     now = director.clock()
-    shown = seen_by(snap, viewer, now)
+    shown = public.seen(snap, now, viewer)
     state = director.state(snap) if shown is snap else (shown.tournament.status, "")  # "pairing round n" tells
     return tournaments_pb2.TournamentPage(
         tournament=tournament_message(shown, True, now, state),
