@@ -247,7 +247,8 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
     @edge
     async def GetRecord(self, request: matches_pb2.GetRecordRequest, context: Context) -> matches_pb2.Record:
         ask = host_pb2.HostRecordRequest(match_id=checked_id(request.match_id))
-        return await self.router.owner(request.match_id).record(ask)
+        record = await self.router.owner(request.match_id).record(ask)
+        return await self.spectators.record(request.match_id, bearer(context, required=False), record)
 
     async def Ping(self, request: matches_pb2.PingRequest, context: Context) -> matches_pb2.PingResponse:
         return matches_pb2.PingResponse()

@@ -8,6 +8,10 @@ stamped with the gateway's clock when it arrived. A spectator's Watch gets each 
 reference, never earlier than the change itself, so nothing is ever shown early: a gateway that starts to
 follow a table in the middle takes everything up to then as just arrived (spectators then wait one whole
 delay for their first view). Followers stop when nobody has used them for the delay plus LINGER_MS.
+
+A delayed table's record (GetRecord) is the public's once the match's end is as old as the delay: the end
+is the match's origin plus the record's `end_t`, both on its worker's clock. The table's seats and the
+tournament's organizer have it at once.
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+import json
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
 
 from protos.tablehall.v1 import matches_pb2
 from workers.errors import SpectatorDelay
@@ -116,11 +123,26 @@ class DelayedTable:
         return self.watchers == 0 and now_ms - self.used_ms > self.delay_ms + LINGER_MS
 
 
-class Spectators:
-    """The delayed tables this gateway follows. `delay_ms(match_id)`: how late spectators see a match (0:
-    live, the spectator's call goes straight to the worker)."""
+class Delays(Protocol):
+    """Where a gateway learns how late spectators see a match (gateway/tournaments/delays.py)."""
 
-    def __init__(self, clock: Callable[[], int], delay_ms: Callable[[str], Awaitable[int]]) -> None:
+    async def __call__(self, match_id: str) -> int:
+        """The match's delay in ms (0: live, the spectator's call goes straight to the worker)."""
+        ...
+
+    async def origin_ms(self, match_id: str) -> int:
+        """The match's time origin (its start) on its worker's clock."""
+        ...
+
+    async def insider(self, match_id: str, token_sha256: bytes) -> bool:
+        """Whether the bearer (its hash) is a seat of the match or its tournament's organizer."""
+        ...
+
+
+class Spectators:
+    """The delayed tables this gateway follows, and the records they hold back."""
+
+    def __init__(self, clock: Callable[[], int], delay_ms: Delays) -> None:
         self.clock = clock
         self.delay_ms = delay_ms
         self.tables: dict[str, DelayedTable] = {}
@@ -139,6 +161,22 @@ class Spectators:
             found = self.tables[match_id] = DelayedTable(delay, self.clock, source)
         return found
 
+    async def record(self, match_id: str, token_sha256: bytes, record: matches_pb2.Record) -> matches_pb2.Record:
+        """The ended match's record, if the caller may have it now: at once for a live match, a seat or the
+        organizer; for anyone else once the end is as old as the delay (else FAILED_PRECONDITION)."""
+        delay = await self.delay_ms(match_id)
+        if delay <= 0:
+            return record
+        end_t = json.loads(record.record_json).get("end_t", 0)
+        public_ms = await self.delay_ms.origin_ms(match_id) + round(float(end_t) * 1000) + delay
+        if self.clock() >= public_ms or (token_sha256 and await self.delay_ms.insider(match_id, token_sha256)):
+            return record
+        at = datetime.fromtimestamp(public_ms / 1000, UTC).isoformat(timespec="seconds")
+        raise SpectatorDelay(
+            f"spectators see this table {delay // 1000} s late: its record is public from {at} (its seats and "
+            "organizer have it now)"
+        )
+
     def retime(self) -> None:
         """The clock was moved (tests inject one): every wait reads it again."""
         for table in self.tables.values():
@@ -155,6 +193,17 @@ class Spectators:
         self.tables.clear()
 
 
-async def live(match_id: str) -> int:
+class Live:
     """No delay for any match (a gateway without tournaments)."""
-    return 0
+
+    async def __call__(self, match_id: str) -> int:
+        return 0
+
+    async def origin_ms(self, match_id: str) -> int:
+        return 0
+
+    async def insider(self, match_id: str, token_sha256: bytes) -> bool:
+        return False
+
+
+live = Live()

@@ -60,6 +60,9 @@ def parser() -> argparse.ArgumentParser:
     record.add_argument("match", help="the match id")
     record.add_argument("--out", type=Path, default=None, help="write it here (default: standard output)")
     record.add_argument("--address", default=address, help=f"the service (env TABLEHALL_ADDRESS; now {address})")
+    record.add_argument(
+        "--token", default=None, help="a seat's token or the organizer's key: a delayed tournament table's record now"
+    )
     record.set_defaults(run=_record)
 
     organize_args.add_commands(commands, address)  # organizer, tables, tournament
@@ -71,7 +74,7 @@ def _record(args: argparse.Namespace) -> int:
     """`record MATCH`: a finished match's record from the service."""
     from tablehall.records import record_command
 
-    return record_command(args.address, args.match, args.out)
+    return record_command(args.address, args.match, args.out, args.token)
 
 
 _UNREADABLE = object()

@@ -269,9 +269,12 @@ class Client:
         except grpc.aio.AioRpcError as error:
             raise TablehallError.of(error) from None
 
-    async def record(self, match_id: str) -> dict[str, Any]:
+    async def record(self, match_id: str, token: str | None = None) -> dict[str, Any]:
+        """The ended match's record; `token` (a seat's, or a tournament organizer's key) has a delayed
+        tournament table's record before the public does."""
+        metadata = (("authorization", f"Bearer {token}"),) if token else None
         try:
-            reply = await self.stub.GetRecord(matches_pb2.GetRecordRequest(match_id=match_id))
+            reply = await self.stub.GetRecord(matches_pb2.GetRecordRequest(match_id=match_id), metadata=metadata)
         except grpc.aio.AioRpcError as error:
             raise TablehallError.of(error) from None
         record: dict[str, Any] = json.loads(reply.record_json)

@@ -52,7 +52,7 @@ def add_commands(commands: Any, address: str) -> None:
     opened.add_argument("--unlisted", action="store_true", help="not in the list: only its link seats you")
     opened.add_argument("--no-wait", action="store_true", help="do not wait for the table to fill")
     remote(opened)
-    listed = ways.add_parser("list", help="the listed challenges waiting")
+    listed = ways.add_parser("list", help="the listed challenges waiting, each with its time left")
     listed.add_argument("--game", default=None, choices=names(), help="default: every game")
     remote(listed)
     take = ways.add_parser("take", help="take a seat of a challenge (its id)")

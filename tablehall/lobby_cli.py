@@ -82,11 +82,23 @@ async def _join(lobby: LobbyClient, args: argparse.Namespace, key: str) -> int:
     return 0
 
 
+EXPIRY_GRACE_S = 5.0
+"""How long `challenge open` waits beyond its challenge's lifetime (a table made at the last moment)."""
+
+
+def time_left(ms: int) -> str:
+    """`M:SS` (or `H h M min`) of a challenge's time left, 0:00 when it is over."""
+    s = max(0, ms) // 1000
+    return f"{s // 3600} h {s % 3600 // 60} min" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
 async def _challenge(lobby: LobbyClient, args: argparse.Namespace, key: str) -> int:
     if args.way == "list":
-        for found in await lobby.challenges(args.game or ""):
+        listed = await lobby.challenge_list(args.game or "")
+        for found in listed.challenges:
             taken = f", taken by {', '.join(found.taken_by)}" if found.taken_by else ""
-            print(f"{found.challenge_id}  {found.game}  by {found.host}  {found.seats} seats{taken}")
+            left = time_left(found.expires_unix_ms - listed.now_unix_ms)
+            print(f"{found.challenge_id}  {found.game}  by {found.host}  {found.seats} seats{taken}  expires in {left}")
         return 0
     if args.way == "cancel":
         await lobby.cancel(args.challenge)
@@ -104,8 +116,13 @@ async def _challenge(lobby: LobbyClient, args: argparse.Namespace, key: str) -> 
     print(f"or the page's link #challenge={made.challenge_id})", flush=True)
     if args.no_wait:
         return 0
+    lifetime_s = (made.expires_unix_ms - made.opened_unix_ms) / 1000
     try:
-        seat = await lobby.seated(made.challenge_id)
+        seat = await asyncio.wait_for(lobby.seated(made.challenge_id), lifetime_s + EXPIRY_GRACE_S)
+    except TimeoutError:
+        print(f"challenge {made.challenge_id} expired: nobody took it in {time_left(round(lifetime_s * 1000))}",
+              file=sys.stderr)  # fmt: skip
+        return 1
     except (KeyboardInterrupt, asyncio.CancelledError):
         await lobby.cancel(made.challenge_id)
         print("challenge cancelled", file=sys.stderr)

@@ -86,10 +86,13 @@ class LobbyClient:
         return await _called(self.stub.OpenChallenge(request, metadata=self.metadata))
 
     async def challenges(self, game: str = "") -> list[lobby_pb2.Challenge]:
-        listed = await _called(
-            self.stub.ListChallenges(lobby_pb2.ListChallengesRequest(game=game), metadata=self.metadata)
-        )
-        return list(listed.challenges)
+        return list((await self.challenge_list(game)).challenges)
+
+    async def challenge_list(self, game: str = "") -> lobby_pb2.ChallengeList:
+        """The listed challenges with the service's clock reading (their time left: expires − now)."""
+        request = lobby_pb2.ListChallengesRequest(game=game)
+        listed: lobby_pb2.ChallengeList = await _called(self.stub.ListChallenges(request, metadata=self.metadata))
+        return listed
 
     async def play_bot(self, game: str, level: str = "", options: Mapping[str, Any] | None = None) -> lobby_pb2.Seat:
         """A table against practice bots of a level (random, greedy, search): the caller's Seat."""

@@ -20,9 +20,9 @@ EXIT_NOT_YET = 1
 EXIT_WRONG = 2
 
 
-def record_command(address: str, match_id: str, out: Path | None) -> int:
+def record_command(address: str, match_id: str, out: Path | None, token: str | None = None) -> int:
     try:
-        record = asyncio.run(_fetch(address, match_id))
+        record = asyncio.run(_fetch(address, match_id, token))
     except ServiceUnreachable as error:
         return _fail(str(error), EXIT_WRONG)
     except TablehallError as error:
@@ -42,10 +42,10 @@ def record_command(address: str, match_id: str, out: Path | None) -> int:
     return 0
 
 
-async def _fetch(address: str, match_id: str) -> dict[str, object]:
+async def _fetch(address: str, match_id: str, token: str | None) -> dict[str, object]:
     async with Client(address) as client:
         await client.reachable()
-        return await client.record(match_id)
+        return await client.record(match_id, token)
 
 
 def _fail(message: str, code: int) -> int:

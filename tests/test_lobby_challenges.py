@@ -1,5 +1,6 @@
 """Open challenges and friend links over a real gateway and database: listed or unlisted, taken by
-others only, the table made when full (a 501♠ challenge waits for its third player), seats pushed."""
+others only, the table made when full (a 501♠ challenge waits for its third player), seats pushed; expired
+after their lifetime (injected clock): not listed, not taken, swept by the leader's beat."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from pathlib import Path
 
 import grpc
 import pytest
+from sqlalchemy import select
 
 from gateway.lobby import schema
+from gateway.lobby.hall import CHALLENGE_RANGE_S, LobbySettings
 from tablehall.client import TablehallError
-from tests.lobby_support import Lobby, run_lobby
+from tests.lobby_support import SETTINGS, Lobby, run_lobby
 
 
 def test_a_listed_challenge_is_taken_and_both_are_seated(tmp_path: Path) -> None:
@@ -92,3 +95,52 @@ def test_without_a_database_the_lobby_says_so(monkeypatch: pytest.MonkeyPatch) -
             assert (refused.value.status, refused.value.code) == (grpc.StatusCode.FAILED_PRECONDITION, "no_database")
 
     serve(body)
+
+
+def test_a_challenge_expires_after_its_lifetime_and_the_beat_sweeps_it(tmp_path: Path) -> None:
+    lifetime_ms = SETTINGS.challenge_ms
+
+    async def body(lobby: Lobby) -> None:
+        ana, bia, cid = await lobby.player("Ana"), await lobby.player("Bia"), await lobby.player("Cid")
+        opened_at = lobby.clock.now
+        listed = await ana.open_challenge("spectacular-bid")
+        link = await ana.open_challenge("501", {"start_score": 100}, unlisted=True)
+        assert listed.expires_unix_ms == link.expires_unix_ms == opened_at + lifetime_ms
+        await bia.take(link.challenge_id)  # one of the 501 table's two seats taken: it still waits for Cid
+
+        lobby.clock.now = opened_at + lifetime_ms - 1
+        shown = await bia.challenge_list()
+        assert [c.challenge_id for c in shown.challenges] == [listed.challenge_id]
+        assert shown.challenges[0].expires_unix_ms - shown.now_unix_ms == 1, "the time left, on the service's clock"
+
+        lobby.clock.now = opened_at + lifetime_ms
+        assert await bia.challenges() == [], "an expired challenge is not listed"
+        for who, challenge_id in ((bia, listed.challenge_id), (cid, link.challenge_id)):  # the list, a friend link
+            with pytest.raises(TablehallError) as late:
+                await who.take(challenge_id)
+            assert (late.value.status, late.value.code) == (grpc.StatusCode.FAILED_PRECONDITION, "challenge_expired")
+        assert lobby.count(schema.lobby_tables) == 0
+
+        await lobby.hall.tick()  # the leader's beat sweeps them
+        with lobby.engine.connect() as conn:
+            states = dict(conn.execute(select(schema.lobby_challenges.c.id, schema.lobby_challenges.c.state)).all())
+        assert states == {listed.challenge_id: "expired", link.challenge_id: "expired"}
+        with pytest.raises(TablehallError) as swept:
+            await cid.take(link.challenge_id)  # the friend link after the sweep: still said to have expired
+        assert swept.value.code == "challenge_expired" and "expired" in str(swept.value)
+        with pytest.raises(TablehallError) as gone:
+            await ana.cancel(listed.challenge_id)
+        assert gone.value.status == grpc.StatusCode.NOT_FOUND
+        fresh = await ana.open_challenge("spectacular-bid")  # a new one lives its own lifetime
+        assert (await bia.take(fresh.challenge_id)).match_id
+
+    run_lobby(tmp_path, body)
+
+
+def test_a_challenge_lifetime_setting_is_kept_within_its_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    low, high = CHALLENGE_RANGE_S
+    for given, kept in (("5", low), ("90", 90.0), ("1e9", high)):
+        monkeypatch.setenv("TABLEHALL_LOBBY_CHALLENGE_S", given)
+        assert LobbySettings.from_env().challenge_ms == int(kept * 1000)
+    monkeypatch.delenv("TABLEHALL_LOBBY_CHALLENGE_S")
+    assert LobbySettings.from_env().challenge_ms == 600_000

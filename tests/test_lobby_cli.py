@@ -80,3 +80,14 @@ async def _bot_acts(address: str, match_id: str, bot_seat: int) -> bool:
             if bot_seat in view.get("ready", []):
                 return True
     return False
+
+
+def test_the_challenge_list_shows_each_challenge_s_time_left(address: str) -> None:
+    ana, bia = key_of(address, "Ana"), key_of(address, "Bia")
+    opened = tablehall("lobby", "challenge", "open", "--no-wait", "--address", address, "--key", ana)
+    challenge_id = re.search(r"challenge ([0-9a-f]{16})", opened.stdout).group(1)  # type: ignore[union-attr]
+    listed = tablehall("lobby", "challenge", "list", "--address", address, "--key", bia).stdout
+    line = next(x for x in listed.splitlines() if x.startswith(challenge_id))
+    left = re.search(r"expires in (\d+):(\d\d)$", line)
+    assert left is not None, line
+    assert 0 < int(left.group(1)) * 60 + int(left.group(2)) <= 600, "10 minutes at most (TABLEHALL_LOBBY_CHALLENGE_S)"

@@ -99,7 +99,7 @@ def test_prometheus_scrapes_the_service_and_counts_active_matches(served: Served
     names = {r["name"] for g in rules["data"]["groups"] for r in g["rules"]}
     assert names == {
         "TablehallVoidsRising", "TablehallTimerLate", "TablehallNoSweep", "TablehallRatingLagHigh",
-        "TablehallHandoffSlow", "TablehallLeaseLosses",
+        "TablehallHandoffSlow", "TablehallLeaseLosses", "TablehallLobbyWaitHigh",
     }  # fmt: skip
 
 
@@ -113,7 +113,7 @@ def test_the_alert_rules_pass_their_promtool_unit_tests(tmp_path: Path) -> None:
     firing = set(re.findall(r"alertname: (\w+)\n\s+exp_alerts:\n\s+- exp_labels:", ALERTS_TEST.read_text()))
     quiet = set(re.findall(r"alertname: (\w+)\n\s+exp_alerts: \[\]", ALERTS_TEST.read_text()))
     alerts = set(re.findall(r"- alert: (\w+)", ALERTS.read_text()))
-    assert len(alerts) == 6 and firing == alerts and quiet == alerts
+    assert len(alerts) == 7 and firing == alerts and quiet == alerts
     # and the tests can fail: the same tests against rules with a threshold moved do fail
     broken = tmp_path / "alerts.yaml"
     (tmp_path / "alerts_test.yaml").write_text(ALERTS_TEST.read_text())
@@ -145,6 +145,8 @@ def test_the_dashboard_names_only_exported_series(exported: set[str]) -> None:
     wanted = (
         "timer_lateness", "matches_voided", "command_duration", "matches_active", "service_faults",
         "partitions_owned", "handoffs_total", "handoff_seconds", "lease_losses",
+        "lobby_queue_length", "lobby_oldest_wait_seconds", "lobby_wait_seconds", "lobby_pairings_total",
+        "lobby_rating_gap",
     )  # fmt: skip
     for metric in wanted:  # the panels an operator needs first
         assert any(f"tablehall_{metric}" in e for e in exprs), metric
@@ -153,7 +155,7 @@ def test_the_dashboard_names_only_exported_series(exported: set[str]) -> None:
 
 def test_the_alerts_name_only_exported_series(served: Served, exported: set[str]) -> None:
     exprs = [rule["expr"] for group in yaml.safe_load(ALERTS.read_text())["groups"] for rule in group["rules"]]
-    assert len(exprs) == 6
+    assert len(exprs) == 7
     used = {name for e in exprs for name in METRIC.findall(e)}
     assert used and used <= exported, used - exported
     # a bucket an alert picks (le="1.0": the tolerance) is one the histogram has, spelt as exported
@@ -180,6 +182,9 @@ BORN_LATE = {  # counter panels → their counter, the labels of a series born a
     ),
     "Partition hand-offs by kind (per 5m)": ("tablehall_handoffs_total", 'kind="rebalance"', 'kind="crash"'),
     "Lease losses by reason (per 5m)": ("tablehall_lease_losses_total", 'reason="expired"', 'reason="down"'),
+    "Lobby tables made by game and source (per 5m)": (
+        "tablehall_lobby_pairings_total", 'game="501", source="queue"', 'game="spectacular-bid", source="bot"'
+    ),
 }
 
 

@@ -46,7 +46,7 @@ def tables(url: str) -> set[str]:
 def assert_at_head(url: str) -> None:
     engine = make_engine(url)
     try:
-        assert current(engine) == head() == "0006_spectator_delay"
+        assert current(engine) == head() == "0007_table_ended"
         with engine.connect() as conn:
             # The migrations build exactly what the models describe (types, indexes, constraints).
             assert compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), metadata) == []

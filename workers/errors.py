@@ -110,7 +110,14 @@ class OwnChallenge(ServiceError):
     status = grpc.StatusCode.FAILED_PRECONDITION
 
 
-LOBBY_ERRORS = (AlreadyQueued, NameTaken, OwnChallenge)
+class ChallengeExpired(ServiceError):
+    """A challenge taken after its lifetime (`TABLEHALL_LOBBY_CHALLENGE_S`): nobody can take it any more."""
+
+    code = "challenge_expired"
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+
+LOBBY_ERRORS = (AlreadyQueued, NameTaken, OwnChallenge, ChallengeExpired)
 """The Lobby's refusals: answered by the gateway itself, they never cross the hop to a worker."""
 
 

@@ -4,6 +4,9 @@ The challenge's id (64 random bits) is its friend link; an `unlisted` challenge 
 The taker who fills the last seat claims the table in the same transaction (the challenge `seated`,
 the table `creating` with its seats, the host at seat 0, the takers in the order they came), so two
 players racing for the last seat cannot both have it: one transaction finds the challenge seated.
+A challenge lives `lifetime_ms` from its opening (the Lobby's setting): after that it is not listed and
+cannot be taken (`challenge_expired`), and the leader's beat marks it `expired` (`expire`), its seats
+already taken with it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from gateway.lobby import schema as s
 from gateway.lobby.queue import Queue, SeatAt, write_table
-from workers.errors import NotFound, NotYourSeat, OwnChallenge
+from workers.errors import ChallengeExpired, NotFound, NotYourSeat, OwnChallenge
 from workers.games.catalog import game_named
 from workers.games.errors import MalformedAction
 from workers.sql import models as m
@@ -34,6 +37,7 @@ class Challenge:
     seats: int
     taken_by: tuple[str, ...]
     opened_ms: int
+    expires_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,17 +79,23 @@ def open_challenge(engine: Engine, player_id: int, queue: Queue, seats: int, unl
     return challenge_id
 
 
-def listed(engine: Engine, game: str, limit: int = 200) -> list[Challenge]:
+def listed(engine: Engine, game: str, now_ms: int, lifetime_ms: int, limit: int = 200) -> list[Challenge]:
+    """The listed challenges still open at `now_ms`, oldest first."""
     c = s.lobby_challenges
-    query = select(c.c.id).where(c.c.state == "open", c.c.unlisted.is_(False)).order_by(c.c.opened_unix_ms).limit(limit)
+    query = (
+        select(c.c.id)
+        .where(c.c.state == "open", c.c.unlisted.is_(False), c.c.opened_unix_ms > now_ms - lifetime_ms)
+        .order_by(c.c.opened_unix_ms)
+        .limit(limit)
+    )
     if game:
         query = query.where(c.c.game == game)
     with engine.connect() as conn:
         ids = [str(x) for (x,) in rows(conn, query)]
-    return [found for cid in ids if (found := challenge(engine, cid)) is not None]
+    return [found for cid in ids if (found := challenge(engine, cid, lifetime_ms)) is not None]
 
 
-def challenge(engine: Engine, challenge_id: str) -> Challenge | None:
+def challenge(engine: Engine, challenge_id: str, lifetime_ms: int) -> Challenge | None:
     c, t, p = s.lobby_challenges, s.challenge_takers, m.players
     with engine.connect() as conn:
         row = conn.execute(
@@ -103,7 +113,8 @@ def challenge(engine: Engine, challenge_id: str) -> Challenge | None:
             .order_by(t.c.taken_unix_ms, p.c.id),
         )
         taken_by = tuple(str(x) for (x,) in takers)
-    return Challenge(row[0], row[1], json.loads(row[2]), row[3], int(row[4]), taken_by, int(row[5]))
+    opened = int(row[5])
+    return Challenge(row[0], row[1], json.loads(row[2]), row[3], int(row[4]), taken_by, opened, opened + lifetime_ms)
 
 
 def checked_id(challenge_id: str) -> str:
@@ -126,19 +137,23 @@ def cancel(engine: Engine, player_id: int, challenge_id: str) -> None:
         conn.execute(c.update().where(c.c.id == challenge_id, c.c.state == "open").values(state="cancelled"))
 
 
-def take(engine: Engine, player_id: int, challenge_id: str, now_ms: int) -> Taken:
+def take(engine: Engine, player_id: int, challenge_id: str, now_ms: int, lifetime_ms: int) -> Taken:
     c, t = s.lobby_challenges, s.challenge_takers
     checked_id(challenge_id)
     try:
         with engine.begin() as conn:
-            query = select(c.c.player_id, c.c.game, c.c.options, c.c.seats).where(
-                c.c.id == challenge_id, c.c.state == "open"
+            query = select(c.c.player_id, c.c.game, c.c.options, c.c.seats, c.c.state, c.c.opened_unix_ms).where(
+                c.c.id == challenge_id, c.c.state.in_(("open", "expired"))
             )
             if conn.dialect.name == "postgresql":
                 query = query.with_for_update()
             row = conn.execute(query).first()
             if row is None:
                 raise NotFound("no such challenge waiting (taken, or never opened)")
+            if row[4] == "expired" or int(row[5]) <= now_ms - lifetime_ms:
+                raise ChallengeExpired(
+                    f"this challenge expired: challenges wait {lifetime_ms // 60_000} min for takers; ask for a new one"
+                )
             host, game, options, seats = int(row[0]), str(row[1]), str(row[2]), int(row[3])
             if host == player_id:
                 raise OwnChallenge("this is your own challenge: share its link instead")
@@ -162,6 +177,20 @@ def take(engine: Engine, player_id: int, challenge_id: str, now_ms: int) -> Take
             return Taken(seat, match_id, game)
     except IntegrityError:
         raise OwnChallenge("you hold a seat of this challenge already") from None
+
+
+def expire(engine: Engine, opened_before_ms: int) -> int:
+    """Mark every open challenge opened at or before `opened_before_ms` expired (the leader's beat): how many.
+    Read first (the index on state and opening), so a beat with nothing to expire writes nothing (SQLite's
+    one write lock stays the match log's)."""
+    c = s.lobby_challenges
+    due = (c.c.state == "open") & (c.c.opened_unix_ms <= opened_before_ms)
+    with engine.connect() as conn:
+        if conn.execute(select(c.c.id).where(due).limit(1)).first() is None:
+            return 0
+    with engine.begin() as conn:
+        done = conn.execute(c.update().where(due).values(state="expired"))
+    return int(done.rowcount or 0)
 
 
 def open_count(engine: Engine) -> int:

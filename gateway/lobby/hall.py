@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
-from gateway.lobby import bot_seats, leader, queue
+from gateway.lobby import bot_seats, challenges, leader, queue
 from gateway.lobby import metrics as lm
 from gateway.lobby.bot_seats import BotSeats
 from gateway.lobby.pairing import Widening, pair
@@ -36,17 +36,34 @@ def wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+CHALLENGE_S = 600.0
+"""How long an open challenge waits for takers (`TABLEHALL_LOBBY_CHALLENGE_S`) before it expires."""
+CHALLENGE_RANGE_S = (60.0, 86_400.0)
+"""The lifetimes a challenge may be given: a minute to a day (a setting outside is brought to the nearer end)."""
+
+
+def challenge_ms(seconds: float) -> int:
+    """A challenge lifetime in ms, within CHALLENGE_RANGE_S (a value outside is logged and brought inside)."""
+    low, high = CHALLENGE_RANGE_S
+    if not low <= seconds <= high:
+        log.warning("TABLEHALL_LOBBY_CHALLENGE_S=%s is outside %s-%s s: using %s", seconds, low, high,
+                    min(max(seconds, low), high))  # fmt: skip
+    return int(min(max(seconds, low), high) * 1000)
+
+
 @dataclass(frozen=True, slots=True)
 class LobbySettings:
     """`TABLEHALL_LOBBY_GAP` (3.0 ordinal points at once), `TABLEHALL_LOBBY_WIDEN_PER_S` (0.5 more per
     second waited), `TABLEHALL_LOBBY_BEAT_S` (0.25 s between beats), `TABLEHALL_LOBBY_LEASE_S` (2 s),
     `TABLEHALL_LOBBY_PRESENCE_S` (15: a player whose Seated stream has been closed this long is not
-    paired; 20 times as long and their place is dropped)."""
+    paired; 20 times as long and their place is dropped), `TABLEHALL_LOBBY_CHALLENGE_S` (CHALLENGE_S, 600:
+    an open challenge's lifetime, 60 s to a day)."""
 
     widening: Widening = Widening()
     beat_s: float = 0.25
     lease_ms: int = 2000
     presence_ms: int = 15_000
+    challenge_ms: int = int(CHALLENGE_S * 1000)
 
     @staticmethod
     def from_env() -> LobbySettings:
@@ -57,6 +74,7 @@ class LobbySettings:
             float(env("TABLEHALL_LOBBY_BEAT_S", "0.25")),
             int(float(env("TABLEHALL_LOBBY_LEASE_S", "2")) * 1000),
             int(float(env("TABLEHALL_LOBBY_PRESENCE_S", "15")) * 1000),
+            challenge_ms(float(env("TABLEHALL_LOBBY_CHALLENGE_S", str(CHALLENGE_S)))),
         )
 
 
@@ -105,6 +123,7 @@ class LobbyHall:
         made: list[str] = []
         if self.leading:
             await asyncio.to_thread(queue.drop_absent, self.engine, now - 20 * self.settings.presence_ms)
+            await asyncio.to_thread(challenges.expire, self.engine, now - self.settings.challenge_ms)
             made = await asyncio.to_thread(self._pair, now)
             await self.create(await asyncio.to_thread(queue.creating, self.engine))
             lm.queue_state(await asyncio.to_thread(queue.queued, self.engine), now)

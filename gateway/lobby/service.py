@@ -104,7 +104,7 @@ class LobbyService(lobby_pb2_grpc.LobbyServicer):
         made = await asyncio.to_thread(
             challenges.open_challenge, hall.engine, me.id, where, request.seats, request.unlisted, hall.clock()
         )
-        found = await asyncio.to_thread(challenges.challenge, hall.engine, made)
+        found = await asyncio.to_thread(challenges.challenge, hall.engine, made, hall.settings.challenge_ms)
         assert found is not None
         return _challenge(found)
 
@@ -112,15 +112,18 @@ class LobbyService(lobby_pb2_grpc.LobbyServicer):
     async def ListChallenges(
         self, request: lobby_pb2.ListChallengesRequest, context: Context
     ) -> lobby_pb2.ChallengeList:
-        engine = await self.engine()
+        hall = await self.hall()
         game = queue.queue_for(request.game, {}).game if request.game else ""
-        found = await asyncio.to_thread(challenges.listed, engine, game)
-        return lobby_pb2.ChallengeList(challenges=[_challenge(c) for c in found])
+        now = hall.clock()
+        found = await asyncio.to_thread(challenges.listed, hall.engine, game, now, hall.settings.challenge_ms)
+        return lobby_pb2.ChallengeList(challenges=[_challenge(c) for c in found], now_unix_ms=now)
 
     @edge
     async def TakeChallenge(self, request: lobby_pb2.TakeChallengeRequest, context: Context) -> lobby_pb2.Seat:
         hall, me = await self.player(context)
-        taken = await asyncio.to_thread(challenges.take, hall.engine, me.id, request.challenge_id, hall.clock())
+        taken = await asyncio.to_thread(
+            challenges.take, hall.engine, me.id, request.challenge_id, hall.clock(), hall.settings.challenge_ms
+        )
         if not taken.match_id:
             return lobby_pb2.Seat(seat=taken.seat, ticket=request.challenge_id)
         lm.PAIRINGS[(taken.game, "challenge")].inc()
@@ -180,6 +183,7 @@ def _challenge(found: challenges.Challenge) -> lobby_pb2.Challenge:
         seats=found.seats,
         taken_by=list(found.taken_by),
         opened_unix_ms=found.opened_ms,
+        expires_unix_ms=found.expires_ms,
         options=ParseDict(found.options, matches_pb2.Options()),
     )
 

@@ -32,3 +32,11 @@ class TournamentDelays:
         if len(self.known) > KEPT:
             self.known.popitem(last=False)
         return delay
+
+    async def origin_ms(self, match_id: str) -> int:
+        """The match's time origin, read when its record is asked for (only of delayed matches)."""
+        return int(await asyncio.to_thread(store.origin_ms, await database_engine(), match_id))
+
+    async def insider(self, match_id: str, token_sha256: bytes) -> bool:
+        """A seat of the table (its player's tournament token) or the key of the tournament's organizer."""
+        return bool(await asyncio.to_thread(store.insider, await database_engine(), match_id, token_sha256))

@@ -6,7 +6,7 @@
   (status `creating`), so an interrupted batch can be sent again unchanged (creation is idempotent per
   match id), then `created` (or `cancelled`). `scheduled` counts the tables the workers confirmed.
 - `batch_tables`: one row per match: its seats, and its result once it ended (`result`: the engine's
-  outcome, RECORDS.md), so standings never replay a log twice.
+  outcome, RECORDS.md), so standings never replay a log twice, and when the match ended (`ended_unix_ms`).
 - `tournaments`, `tournament_players` (seeding order; only the hash of each player's tournament token,
   which is also their seat token at each of their tables), `tournament_byes` (one row per bye).
 """
@@ -123,6 +123,9 @@ class BatchTableRow(SQLModel, table=True):
     status: str = Field(sa_column=Column(String(16), nullable=False))
     """playing until the match ended, then finished or voided."""
     result: dict[str, Any] | None = Field(default=None, sa_column=Column(Json, nullable=True))
+    ended_unix_ms: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    """When the match ended: its time origin plus the match time of its last step (revision 0007); what a
+    spectator delay counts from."""
 
 
 metadata = SQLModel.metadata

@@ -13,7 +13,7 @@ from google.protobuf.json_format import MessageToDict
 from sqlalchemy import Engine
 
 from gateway.service import bearer, bearer_token, token_sha256
-from gateway.tournaments import feed, pairing, reports, store
+from gateway.tournaments import feed, pairing, public, reports, store
 from gateway.tournaments.director import Director, TournamentSpec
 from gateway.tournaments.errors import NoDatabase, NotYours
 from gateway.tournaments.organizers import Organizer, organizer_by_key
@@ -141,19 +141,30 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
     ) -> tournaments_pb2.Standings:
         director = await self.director()
         snap = await director.snapshot(request.tournament_id)
-        await self._organizer_or_player(director, context, snap)
-        return standings_message(snap)
+        viewer = await self._viewer(director, context, snap, required=True)
+        return standings_message(public.seen(snap, director.clock(), viewer))
 
-    async def _organizer_or_player(self, director: Director, context: Context, snap: store.Snapshot) -> None:
-        key = bearer(context, required=True)
+    async def _viewer(
+        self, director: Director, context: Context, snap: store.Snapshot, required: bool
+    ) -> public.Viewer:
+        """Who asks: the tournament's organizer, one of its players, or (only when not `required`: no key, or
+        a key that is neither) the public."""
+        key = bearer(context, required=required)
+        if not key:
+            return public.PUBLIC
         found = await asyncio.to_thread(organizer_by_key, director.engine, key)
         if found is not None:
-            if found.id != snap.tournament.organizer_id:
+            if found.id == snap.tournament.organizer_id:
+                return public.ORGANIZER
+            if required:
                 raise NotYours(f"tournament {snap.tournament.id} belongs to another organizer")
-            return
+            return public.PUBLIC
         player = await asyncio.to_thread(store.player_by_token, director.engine, key)
-        if player is None or player[0] != snap.tournament.id:
+        if player is not None and player[0] == snap.tournament.id:
+            return public.Viewer(player=player[1])
+        if required:
             raise Unauthenticated("this needs the organizer's key or a player token of this tournament")
+        return public.PUBLIC
 
     @edge
     async def GetAssignment(
@@ -180,10 +191,18 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
     async def WatchTournament(
         self, request: tournaments_pb2.WatchTournamentRequest, context: Context
     ) -> AsyncIterator[tournaments_pb2.TournamentPage]:
-        """Public: anyone with the tournament's id follows its page (it carries no token)."""
+        """Public: anyone with the tournament's id follows its page (it carries no token), each result once it
+        is as old as the spectator delay (the organizer's key: live; a player's token: their own live)."""
         director = await self.director()
         first = await director.snapshot(request.tournament_id)  # NOT_FOUND before the stream starts
-        stream = feed.pushed(director, first.tournament.id, lambda snap: page_message(snap, director), _finished)
+        viewer = await self._viewer(director, context, first, required=False)
+        stream = feed.pushed(
+            director,
+            first.tournament.id,
+            lambda snap: page_message(snap, director, viewer),
+            _finished,
+            lambda snap: public.next_reveal_ms(snap, director.clock(), viewer),
+        )
         async for message in stream:
             message.now_unix_ms = director.clock()  # after the comparison: a clock reading is no change
             yield message
@@ -254,14 +273,18 @@ def standings_message(snap: store.Snapshot) -> tournaments_pb2.Standings:
     )
 
 
-def page_message(snap: store.Snapshot, director: Director) -> tournaments_pb2.TournamentPage:
-    """The public page: no token in it. `now_unix_ms` is left 0 here (it would make every read differ);
-    the stream sets it on what it sends."""
+def page_message(
+    snap: store.Snapshot, director: Director, viewer: public.Viewer = public.PUBLIC
+) -> tournaments_pb2.TournamentPage:
+    """The page as `viewer` may see it (the public by default): no token in it. `now_unix_ms` is left 0 here
+    (it would make every read differ); the stream sets it on what it sends."""
     now = director.clock()
+    shown = public.seen(snap, now, viewer)
+    state = director.state(snap) if shown is snap else (shown.tournament.status, "")  # "pairing round n" tells
     return tournaments_pb2.TournamentPage(
-        tournament=tournament_message(snap, True, now, director.state(snap)),
-        standings=standings_message(snap),
-        next_round_unix_ms=feed.next_round_unix_ms(snap, now),
+        tournament=tournament_message(shown, True, now, state),
+        standings=standings_message(shown),
+        next_round_unix_ms=feed.next_round_unix_ms(shown, now),
     )
 
 

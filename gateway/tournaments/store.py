@@ -22,6 +22,7 @@ from gateway.tournaments.tables import PlannedTable
 from workers.games.catalog import game_named
 from workers.games.engine import Codec
 from workers.sql import ended
+from workers.sql import models as match_tables
 from workers.sql.models import rows
 
 
@@ -236,6 +237,8 @@ class TableRow:
     status: str
     result: dict[str, Any] | None
     batch_status: str
+    ended_unix_ms: int | None = None
+    """When the match ended (its worker's clock); None while it plays (or recorded before revision 0007)."""
 
     def played(self, game: Codec[Any, Any, Any]) -> PlayedTable:
         """The table for the pure rounds: its stored outcome read back as placements by its game."""
@@ -268,13 +271,14 @@ def snapshot(engine: Engine, tournament_id: str) -> Snapshot | None:
                                            .order_by(b.c.round, b.c.attempt))]  # fmt: skip
         query = (
             select(bt.c.match_id, bt.c.batch_id, b.c.round, bt.c.table_no, b.c.attempt, bt.c.players, bt.c.status,
-                   bt.c.result, b.c.status)
+                   bt.c.result, b.c.status, bt.c.ended_unix_ms)
             .join(b, b.c.id == bt.c.batch_id)
             .where(b.c.tournament_id == tournament_id)
             .order_by(b.c.round, bt.c.table_no, b.c.attempt)
         )  # fmt: skip
         tables = [
-            TableRow(m, bid, r, n, a, tuple(p), st, res, bs) for m, bid, r, n, a, p, st, res, bs in rows(conn, query)
+            TableRow(m, bid, r, n, a, tuple(p), st, res, bs, None if e is None else int(e))
+            for m, bid, r, n, a, p, st, res, bs, e in rows(conn, query)
         ]
         byes: dict[int, list[str]] = {}
         for number, player in rows(conn, select(by.c.round, by.c.player).where(by.c.tournament_id == tournament_id)):
@@ -283,7 +287,8 @@ def snapshot(engine: Engine, tournament_id: str) -> Snapshot | None:
 
 
 def refresh(engine: Engine, tournament_id: str | None = None, match_ids: Sequence[str] = ()) -> int:
-    """Record the result of every table (of a tournament, or these matches) whose match has ended since."""
+    """Record the result (and the end's instant) of every table (of a tournament, or these matches) whose match
+    has ended since."""
     b, bt = s.batches, s.batch_tables
     with reading(engine) as conn, conn.begin():
         query = select(bt.c.match_id).where(bt.c.status == "playing")
@@ -299,8 +304,8 @@ def refresh(engine: Engine, tournament_id: str | None = None, match_ids: Sequenc
         conn.execute(
             update(bt)
             .where(bt.c.match_id == bindparam("m"), bt.c.status == "playing")
-            .values(status=bindparam("st"), result=bindparam("res")),
-            [{"m": r.match_id, "st": r.status, "res": r.outcome()} for r in done],
+            .values(status=bindparam("st"), result=bindparam("res"), ended_unix_ms=bindparam("end")),
+            [{"m": r.match_id, "st": r.status, "res": r.outcome(), "end": r.ended_unix_ms} for r in done],
         )
     return len(done)
 
@@ -352,6 +357,30 @@ def spectator_delay_ms(engine: Engine, match_id: str) -> int:
     with reading(engine) as conn, conn.begin():
         found = rows(conn, query)
     return int(found[0][0]) if found else 0
+
+
+def origin_ms(engine: Engine, match_id: str) -> int:
+    """The match's time origin (its start; 0 for an unknown match)."""
+    with reading(engine) as conn, conn.begin():
+        found = rows(conn, select(match_tables.matches.c.created_unix_ms).where(match_tables.matches.c.id == match_id))
+    return int(found[0][0]) if found else 0
+
+
+def insider(engine: Engine, match_id: str, token_sha256: bytes) -> bool:
+    """Whether this token hash is a seat's at the tournament table `match_id`, or its organizer's key."""
+    b, bt, o = s.batches, s.batch_tables, s.organizers
+    query = (
+        select(bt.c.token_sha256, o.c.key_sha256)
+        .join(b, b.c.id == bt.c.batch_id)
+        .join(o, o.c.id == b.c.organizer_id)
+        .where(bt.c.match_id == match_id)
+    )
+    with reading(engine) as conn, conn.begin():
+        found = rows(conn, query)
+    if not found:
+        return False
+    seats, organizer_key = found[0]
+    return token_sha256.hex() in seats or bytes(organizer_key) == token_sha256
 
 
 def match_statuses(engine: Engine, match_ids: Sequence[str]) -> dict[str, str]:

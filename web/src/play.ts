@@ -125,6 +125,8 @@ function ready(redraw: () => void, onSeated: Seated, banner: (text: string | nul
     void wait("Waiting for your friend…", async () => {
       const made = await lobby.openChallenge({ game: game.value, unlisted: true }, auth(me.key));
       opened = made.challengeId;
+      const minutes = Math.round(Number(made.expiresUnixMs - made.openedUnixMs) / 60000);
+      status.textContent = `Waiting for your friend… (the link works for ${minutes} min)`;
       link.value = `${location.origin}${location.pathname}#challenge=${made.challengeId}`;
       link.hidden = false;
       link.select();

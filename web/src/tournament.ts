@@ -80,7 +80,10 @@ async function publicPage(app: HTMLElement, id: string, signal: AbortSignal): Pr
     const el = root.querySelector<HTMLElement>("[data-countdown]");
     if (el && next > 0n) el.textContent = countdown(Number(next) - (Date.now() + offset));
   }, 250);
-  await follow((s) => tournaments.watchTournament({ tournamentId: id }, { signal: s }), signal, (page) => {
+  // the organizer's key, once kept, makes the page live (results of delayed tables at once); others see
+  // each result once it is as old as the tournament's spectator delay
+  const key = localStorage.getItem(KEY);
+  await follow((s) => tournaments.watchTournament({ tournamentId: id }, { ...auth(key), signal: s }), signal, (page) => {
     offset = Number(page.nowUnixMs) - Date.now();
     next = page.nextRoundUnixMs;
     root.replaceChildren(...drawPage(page, offset));

@@ -40,7 +40,14 @@ class Ended:
     """Per seat."""
     position: Position
     updated_unix_ms: int
-    """When the match's last log write happened (its end)."""
+    """When the match's last log write happened (its end), on the storage's clock."""
+    origin_unix_ms: int = 0
+    """The match's time origin (its start), on its worker's clock."""
+
+    @property
+    def ended_unix_ms(self) -> int:
+        """When the match ended on its worker's clock: the origin plus the match time of its last step."""
+        return self.origin_unix_ms + int(self.match.now)
 
     @property
     def match(self) -> Match:
@@ -95,5 +102,10 @@ def _ended(conn: Connection, ids: list[str]) -> list[Ended]:
         assert game is not None
         seated = tuple(pid for _, pid in sorted(players[entry.match_id]))
         position = restored(game, match)
-        out.append(Ended(entry.match_id, game, match.progress.status, seated, position, updated[entry.match_id]))
+        out.append(
+            Ended(
+                entry.match_id, game, match.progress.status, seated, position, updated[entry.match_id],
+                entry.created_unix_ms,
+            )
+        )
     return out
