@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 import grpc
 from google.protobuf.json_format import MessageToDict
 
+from gateway.answers import Answers
 from gateway.rulebook import rules_for
 from gateway.spectators import Spectators, live
 from gateway.workers import Router, WorkerClient
@@ -178,32 +179,35 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
             return
         match_id = checked_id(first.match_id)
         owner = self.router.owner(match_id)
-        events: asyncio.Queue[matches_pb2.PlayEvent | Exception | object | None] = asyncio.Queue()
+        events: asyncio.Queue[matches_pb2.Update | matches_pb2.CommandResult | Exception | object | None]
+        events = asyncio.Queue()
+        answers = Answers(first.answer_on_update)
         unanswered = 0
 
         async def updates() -> None:
             try:
                 async for update in self.updates(match_id, token, first.after_seq, first.views):
-                    await events.put(matches_pb2.PlayEvent(update=update))
-                await events.put(None)
+                    events.put_nowait(update)
+                events.put_nowait(None)
             except Exception as error:
-                await events.put(error)
+                events.put_nowait(error)
 
         async def commands() -> None:
             nonlocal unanswered
             try:
                 async for request in requests:
                     unanswered += 1
+                    answers.asked()
                     arrival = time.time_ns() // 1_000_000
                     command = host_pb2.HostCommandRequest(  # its result carries no view: the stream's update does
                         match_id=match_id, token_sha256=token, action=request.action, arrival_unix_ms=arrival,
                         no_view=True,
                     )
-                    await events.put(matches_pb2.PlayEvent(result=await answer(owner, command, request.ref)))
+                    events.put_nowait(await answer(owner, command, request.ref))
             except Exception as error:  # the request stream itself failed (a message that cannot be read)
-                await events.put(error)
+                events.put_nowait(error)
                 return
-            await events.put(CLOSED)
+            events.put_nowait(CLOSED)
 
         tasks = [asyncio.create_task(updates()), asyncio.create_task(commands())]
         try:
@@ -214,18 +218,26 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                     event = await asyncio.wait_for(events.get(), LINGER_S if settled else None)
                 except TimeoutError:
                     return  # the match is over, every command answered, and none came for a while
-                if event is None:
-                    ended = True
-                    continue
                 if event is CLOSED:
                     closed = True
                     continue
-                if isinstance(event, Exception):
-                    raise event
-                assert isinstance(event, matches_pb2.PlayEvent)
-                if event.HasField("result"):
-                    unanswered -= 1
-                yield event
+                if event is None or isinstance(event, Exception):
+                    ended = True
+                    for alone in answers.ended():  # held results go out before the stream ends
+                        unanswered -= 1
+                        yield alone
+                    if isinstance(event, Exception):
+                        raise event
+                    continue
+                if isinstance(event, matches_pb2.Update):
+                    out = answers.update(event)
+                else:
+                    assert isinstance(event, matches_pb2.CommandResult)
+                    out = answers.result(event)
+                for sent in out:
+                    if sent.HasField("result") or sent.HasField("answered"):
+                        unanswered -= 1
+                    yield sent
         finally:
             for task in tasks:
                 task.cancel()
