@@ -80,7 +80,7 @@ async def answer(owner: WorkerClient, command: host_pb2.HostCommandRequest, ref:
         reply = await owner.command(command)
     except Exception as error:
         code, message = refusal(error, "a Play command")
-        metrics.REJECTED.labels(code).inc()
+        metrics.rejected(code).inc()
         refused = matches_pb2.CommandError(status=status_of(type(error)).name, code=code, message=message)
         return matches_pb2.CommandResult(ref=ref, error=refused)
     return matches_pb2.CommandResult(ref=ref, seq=reply.seq)

@@ -105,8 +105,11 @@ class SeatClient:
     async def session(self, after_seq: int = 0) -> Session:
         """Open a `Play` stream for this seat (commands and updates on one connection stream)."""
         call = self.stub.Play(metadata=self.metadata)
-        opening = matches_pb2.PlayRequest(match_id=self.match_id, after_seq=after_seq, views=TYPED, answer_on_update=True)
-        await call.write(opening)  # an accepted command's result rides on its update: one message, not two
+        # an accepted command's result rides on its update: one message, not two (`events` yields both)
+        opening = matches_pb2.PlayRequest(
+            match_id=self.match_id, after_seq=after_seq, views=TYPED, answer_on_update=True
+        )
+        await call.write(opening)
         return Session(call)
 
     async def view(self) -> tuple[int, dict[str, Any]]:
