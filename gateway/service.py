@@ -98,17 +98,23 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         self.spectators = spectators if spectators is not None else Spectators(unix_ms, live)
         """Spectators of delayed tables (gateway/spectators.py); seats never go through it."""
 
-    async def updates(
+    def updates(
         self, match_id: str, token: bytes, after_seq: int, views: matches_pb2.ViewFormat.ValueType
     ) -> AsyncIterator[matches_pb2.Update]:
-        """What Watch sends: a seat's updates at once; a spectator's once the table's delay allows."""
-        if not token:
-            delayed = await self.spectators.table(match_id, lambda: self._spectating(match_id))
-            if delayed is not None:
-                async for update in delayed.updates(after_seq):
-                    yield in_form(update, views)
-                return
+        """What Watch sends: a seat's updates at once (the worker's own stream, no layer between: every
+        update of every command passes here); a spectator's once the table's delay allows."""
         watch = host_pb2.HostWatchRequest(match_id=match_id, token_sha256=token, after_seq=after_seq, views=views)
+        if token:
+            return self.router.owner(match_id).watch(watch)
+        return self._spectator_updates(watch)
+
+    async def _spectator_updates(self, watch: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
+        match_id = watch.match_id
+        delayed = await self.spectators.table(match_id, lambda: self._spectating(match_id))
+        if delayed is not None:
+            async for update in delayed.updates(watch.after_seq):
+                yield in_form(update, watch.views)
+            return
         async for update in self.router.owner(match_id).watch(watch):
             yield update
 
