@@ -46,8 +46,8 @@ class Answers:
 
     def update(self, update: matches_pb2.Update) -> list[matches_pb2.PlayEvent]:
         """The watch delivered a change."""
-        if not self.on_update:
-            return [self._shown(update)]
+        if not self.on_update or not (self.at_worker or self.results or self.updates):
+            return [self._shown(update)]  # nothing of this stream's at the worker: it goes at once
         self.updates.append(update)
         return self._due()
 
