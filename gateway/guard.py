@@ -108,7 +108,7 @@ class Guard:
 
     async def refuse(self, context: Any, refusal: Refusal, where: str) -> NoReturn:
         if where in COMMANDS:
-            metrics.REJECTED.labels(RateLimited.code).inc()
+            metrics.rejected(RateLimited.code).inc()
         trailers = ((ERROR_CODE_KEY, RateLimited.code), (RETRY_AFTER_KEY, str(refusal.retry_after_ms)))
         await context.abort(RateLimited.status, refusal.message, trailers)
         raise AssertionError("unreachable")  # context.abort raises

@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 import grpc
 from google.protobuf.json_format import MessageToDict
 
+from gateway.answers import Answers
 from gateway.rulebook import rules_for
 from gateway.spectators import Spectators, live
 from gateway.workers import Router, WorkerClient
@@ -79,7 +80,7 @@ async def answer(owner: WorkerClient, command: host_pb2.HostCommandRequest, ref:
         reply = await owner.command(command)
     except Exception as error:
         code, message = refusal(error, "a Play command")
-        metrics.REJECTED.labels(code).inc()
+        metrics.rejected(code).inc()
         refused = matches_pb2.CommandError(status=status_of(type(error)).name, code=code, message=message)
         return matches_pb2.CommandResult(ref=ref, error=refused)
     return matches_pb2.CommandResult(ref=ref, seq=reply.seq)
@@ -97,17 +98,23 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         self.spectators = spectators if spectators is not None else Spectators(unix_ms, live)
         """Spectators of delayed tables (gateway/spectators.py); seats never go through it."""
 
-    async def updates(
+    def updates(
         self, match_id: str, token: bytes, after_seq: int, views: matches_pb2.ViewFormat.ValueType
     ) -> AsyncIterator[matches_pb2.Update]:
-        """What Watch sends: a seat's updates at once; a spectator's once the table's delay allows."""
-        if not token:
-            delayed = await self.spectators.table(match_id, lambda: self._spectating(match_id))
-            if delayed is not None:
-                async for update in delayed.updates(after_seq):
-                    yield in_form(update, views)
-                return
+        """What Watch sends: a seat's updates at once (the worker's own stream, no layer between: every
+        update of every command passes here); a spectator's once the table's delay allows."""
         watch = host_pb2.HostWatchRequest(match_id=match_id, token_sha256=token, after_seq=after_seq, views=views)
+        if token:
+            return self.router.owner(match_id).watch(watch)
+        return self._spectator_updates(watch)
+
+    async def _spectator_updates(self, watch: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
+        match_id = watch.match_id
+        delayed = await self.spectators.table(match_id, lambda: self._spectating(match_id))
+        if delayed is not None:
+            async for update in delayed.updates(watch.after_seq):
+                yield in_form(update, watch.views)
+            return
         async for update in self.router.owner(match_id).watch(watch):
             yield update
 
@@ -178,32 +185,35 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
             return
         match_id = checked_id(first.match_id)
         owner = self.router.owner(match_id)
-        events: asyncio.Queue[matches_pb2.PlayEvent | Exception | object | None] = asyncio.Queue()
+        events: asyncio.Queue[matches_pb2.Update | matches_pb2.CommandResult | Exception | object | None]
+        events = asyncio.Queue()
+        answers = Answers(first.answer_on_update)
         unanswered = 0
 
         async def updates() -> None:
             try:
                 async for update in self.updates(match_id, token, first.after_seq, first.views):
-                    await events.put(matches_pb2.PlayEvent(update=update))
-                await events.put(None)
+                    events.put_nowait(update)
+                events.put_nowait(None)
             except Exception as error:
-                await events.put(error)
+                events.put_nowait(error)
 
         async def commands() -> None:
             nonlocal unanswered
             try:
                 async for request in requests:
                     unanswered += 1
+                    answers.asked()
                     arrival = time.time_ns() // 1_000_000
                     command = host_pb2.HostCommandRequest(  # its result carries no view: the stream's update does
                         match_id=match_id, token_sha256=token, action=request.action, arrival_unix_ms=arrival,
                         no_view=True,
                     )
-                    await events.put(matches_pb2.PlayEvent(result=await answer(owner, command, request.ref)))
+                    events.put_nowait(await answer(owner, command, request.ref))
             except Exception as error:  # the request stream itself failed (a message that cannot be read)
-                await events.put(error)
+                events.put_nowait(error)
                 return
-            await events.put(CLOSED)
+            events.put_nowait(CLOSED)
 
         tasks = [asyncio.create_task(updates()), asyncio.create_task(commands())]
         try:
@@ -214,18 +224,26 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                     event = await asyncio.wait_for(events.get(), LINGER_S if settled else None)
                 except TimeoutError:
                     return  # the match is over, every command answered, and none came for a while
-                if event is None:
-                    ended = True
-                    continue
                 if event is CLOSED:
                     closed = True
                     continue
-                if isinstance(event, Exception):
-                    raise event
-                assert isinstance(event, matches_pb2.PlayEvent)
-                if event.HasField("result"):
-                    unanswered -= 1
-                yield event
+                if event is None or isinstance(event, Exception):
+                    ended = True
+                    for alone in answers.ended():  # held results go out before the stream ends
+                        unanswered -= 1
+                        yield alone
+                    if isinstance(event, Exception):
+                        raise event
+                    continue
+                if isinstance(event, matches_pb2.Update):
+                    out = answers.update(event)
+                else:
+                    assert isinstance(event, matches_pb2.CommandResult)
+                    out = answers.result(event)
+                for sent in out:
+                    if sent.HasField("result") or sent.HasField("answered"):
+                        unanswered -= 1
+                    yield sent
         finally:
             for task in tasks:
                 task.cancel()

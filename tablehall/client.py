@@ -105,7 +105,11 @@ class SeatClient:
     async def session(self, after_seq: int = 0) -> Session:
         """Open a `Play` stream for this seat (commands and updates on one connection stream)."""
         call = self.stub.Play(metadata=self.metadata)
-        await call.write(matches_pb2.PlayRequest(match_id=self.match_id, after_seq=after_seq, views=TYPED))
+        # an accepted command's result rides on its update: one message, not two (`events` yields both)
+        opening = matches_pb2.PlayRequest(
+            match_id=self.match_id, after_seq=after_seq, views=TYPED, answer_on_update=True
+        )
+        await call.write(opening)
         return Session(call)
 
     async def view(self) -> tuple[int, dict[str, Any]]:
@@ -180,25 +184,30 @@ class Session:
 
     async def events(self, typed: bool = False) -> AsyncIterator[tuple[int, Any] | Result]:
         """`(seq, view)` for each update and a `Result` for each command, until the match ends; the view is
-        a dict (view_json's shape), or with `typed` the view's message (views.proto)."""
+        a dict (view_json's shape), or with `typed` the view's message (views.proto). A command's result that
+        came on its update (`answer_on_update`) follows that update."""
         try:
             async for event in self.call:
                 if event.HasField("update"):
                     update = event.update
                     yield update.seq, typed_of(update) if typed else view_dict(update)
+                    if event.HasField("answered"):
+                        yield _result(event.answered)
                 else:
-                    result = event.result
-                    error = None
-                    if result.HasField("error"):
-                        status = grpc.StatusCode[result.error.status]
-                        error = TablehallError(status, result.error.code, result.error.message)
-                    yield Result(result.ref, result.seq, error)
+                    yield _result(event.result)
         except grpc.aio.AioRpcError as error:
             raise TablehallError.of(error) from None
 
     async def close(self) -> None:
         await self.call.done_writing()
         self.call.cancel()
+
+
+def _result(result: matches_pb2.CommandResult) -> Result:
+    error = None
+    if result.HasField("error"):
+        error = TablehallError(grpc.StatusCode[result.error.status], result.error.code, result.error.message)
+    return Result(result.ref, result.seq, error)
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,7 +74,7 @@ async def settle(error: Exception, context: grpc.aio.ServicerContext[Any, Any], 
         raise error
     code, message = refusal(error, where)
     if where in COMMANDS:
-        metrics.REJECTED.labels(code).inc()
+        metrics.rejected(code).inc()
     trailer = ((ERROR_CODE_KEY, code),) if isinstance(error, Known) else ()
     await context.abort(status_of(type(error)), message, trailer)
     raise AssertionError("unreachable")  # context.abort raises

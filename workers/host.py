@@ -380,7 +380,7 @@ class MatchHost:
             )
         finally:
             kind = request.action.WhichOneof("kind") or "none"
-            metrics.COMMAND.labels(actor.entry.game, kind.rstrip("_")).observe(time.perf_counter() - started)
+            metrics.command_duration(actor.entry.game, kind.rstrip("_")).observe(time.perf_counter() - started)
         return actor.reply(seat, seq, request.views, with_view=not request.no_view)
 
     async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:

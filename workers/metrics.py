@@ -72,6 +72,25 @@ REJECTED = Counter(
     "Commands (Act, Play) refused at the gateway's edge, by error code.",
     ["code"],
 )
+_COMMAND_BY: dict[tuple[str, str], Any] = {}
+_REJECTED_BY: dict[str, Any] = {}
+
+
+def command_duration(game: str, action: str) -> Any:
+    """`COMMAND`'s series for a game and an action kind, bound once per process (`labels` takes a lock and
+    checks its arguments: on the command path it is a dictionary lookup instead)."""
+    series = _COMMAND_BY.get((game, action))
+    if series is None:
+        series = _COMMAND_BY[game, action] = COMMAND.labels(game, action)
+    return series
+
+
+def rejected(code: str) -> Any:
+    """`REJECTED`'s series for an error code, bound once per process (see `command_duration`)."""
+    series = _REJECTED_BY.get(code)
+    if series is None:
+        series = _REJECTED_BY[code] = REJECTED.labels(code)
+    return series
 FINISHED = Counter(
     "tablehall_matches_finished_total",
     "Matches that ended with a result, by game and how they ended (points, time, resign, score, ...).",
@@ -152,7 +171,7 @@ def initialise() -> None:
         for ending in game.endings:
             FINISHED.labels(name, ending)
     for code in (*ERRORS, "internal"):
-        REJECTED.labels(code)
+        rejected(code)
     for kind in HANDOFF_KINDS:
         HANDOFFS.labels(kind)
         HANDOFF_SECONDS.labels(kind)

@@ -75,6 +75,11 @@ class Published:
         self.first_seq = max(1, position.change)
         """The first change in `snapshots` (a match restored from a snapshot starts there)."""
         self.views: dict[tuple[int, Seat | None], Shown] = {}
+        self.updates: dict[tuple[int, Seat | None, int], tuple[int, matches_pb2.Update]] = {}
+        """The newest Update of each seat and form, with the clock reading it carries: every watcher of a
+        seat woken by one change gets the same message (read-only once built), built once."""
+        self.sealed: list[matches_pb2.Commitment] = []
+        """The deals' commitments as messages, each built once."""
         self.watchers: set[asyncio.Event] = set()
         self.closed = False
 
@@ -128,24 +133,32 @@ class Published:
         return self.position.match if seq == 0 == self.seq else self.snapshots[seq - self.first_seq]
 
     def update(self, seat: Seat | None, seq: int, views: int = matches_pb2.VIEW_FORMAT_BOTH) -> matches_pb2.Update:
+        """A seat's Update at `seq`. Callers never change it: one message may go to many watchers."""
+        # the service's clock reading (matches.proto Update.match_time_ms): match time as the actor times
+        # moves (never behind the match's own time), negative while a scheduled match waits for its start;
+        # none once the match is over (no clock runs: every read of an ended match is the same bytes)
+        reading = 0
+        if not self.match.over:
+            elapsed = self.wall_ms() - self.entry.created_unix_ms
+            reading = elapsed if seq == 0 == self.seq else max(self.match.now, elapsed)
+        key = (seq, seat, views)
+        cached = self.updates.get(key)
+        if cached is not None and cached[0] == reading:
+            return cached[1]
         snapshot = self.at(seq)
-        published = self.commitments[: len(snapshot.deals)]
+        deals = len(snapshot.deals)
+        for deal in range(len(self.sealed), deals):
+            self.sealed.append(matches_pb2.Commitment(deal=deal, sha256=self.commitments[deal].sha256))
         update = matches_pb2.Update(
-            match_id=self.match_id,
-            seq=seq,
-            seat=seat,
-            commitments=[matches_pb2.Commitment(deal=i, sha256=c.sha256) for i, c in enumerate(published)],
-            over=snapshot.over,
+            match_id=self.match_id, seq=seq, seat=seat, commitments=self.sealed[:deals], over=snapshot.over
         )
         self.shown(seat, seq).fill(update, views)
         if seq == 0:
             update.starts_unix_ms = self.entry.created_unix_ms
-        # the service's clock reading (matches.proto Update.match_time_ms): match time as the actor times
-        # moves (never behind the match's own time), negative while a scheduled match waits for its start;
-        # none once the match is over (no clock runs: every read of an ended match is the same bytes)
-        if not self.match.over:
-            elapsed = self.wall_ms() - self.entry.created_unix_ms
-            update.match_time_ms = elapsed if seq == 0 == self.seq else max(self.match.now, elapsed)
+        if reading:
+            update.match_time_ms = reading
+        if seq >= self.seq - 1:
+            self.updates[key] = (reading, update)
         return update
 
     def wall_ms(self) -> int:
@@ -191,6 +204,8 @@ class Published:
     def _publish(self) -> None:
         for key in [k for k in self.views if k[0] < self.seq - 1]:
             del self.views[key]
+        for old in [k for k in self.updates if k[0] < self.seq - 1]:
+            del self.updates[old]
         self.snapshots.append(self.match)
         for wake in self.watchers:
             wake.set()
