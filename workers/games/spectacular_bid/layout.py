@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workers.games.spectacular_bid.tiles import MAIN_ENDS, End, Tile
+from workers.games.values import built_fast
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Arm:
     """The outer tile of one end: the pip open to play on, and whether that tile is a double."""
@@ -20,6 +22,7 @@ class Arm:
         return self.pip * 2 if self.double else self.pip
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Placement:
     """A tile as it lies: `inner` touches the layout (the W half for the lead), `outer` faces out."""
@@ -32,6 +35,7 @@ class Placement:
         return f"{self.inner}-{self.outer}"
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Layout:
     placements: tuple[Placement, ...] = ()

@@ -10,6 +10,7 @@ from workers.games.engine import JSON, Millis, Seat
 from workers.games.spectacular_bid.layout import Layout
 from workers.games.spectacular_bid.options import Options
 from workers.games.spectacular_bid.tiles import Tile
+from workers.games.values import built_fast
 
 SEATS = (Seat(0), Seat(1))
 MIN_BID = 15  # SB-9
@@ -32,6 +33,7 @@ class Phase(Enum):
     OVER = "over"
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Auction:
     """The standing bid of a lead auction (SB-9); None before the opening answer."""
@@ -40,6 +42,7 @@ class Auction:
     bidder: Seat | None = None
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Sale:
     """How an auction ended: the author of the accepted bid, the bid, and what they paid."""
@@ -49,6 +52,7 @@ class Sale:
     paid: int
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Round:
     hands: tuple[frozenset[Tile], frozenset[Tile]]
@@ -107,6 +111,7 @@ class Round:
         return out
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class State:
     options: Options
