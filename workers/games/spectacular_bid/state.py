@@ -18,8 +18,12 @@ BID_STEP = 5
 JOCKEY_DISCOUNT = 15
 
 
+OTHER: tuple[Seat, Seat] = (Seat(1), Seat(0))
+"""The other seat, by seat: read inline where every move asks."""
+
+
 def other(seat: Seat) -> Seat:
-    return Seat(1 - seat)
+    return OTHER[seat]
 
 
 class Phase(Enum):
@@ -31,6 +35,11 @@ class Phase(Enum):
     LEAD = "lead"
     PLAY = "play"
     OVER = "over"
+
+
+# The phases as plain names for the rules' hot paths: on Python 3.11 reading `Phase.PLAY` goes through the
+# enum class's attribute machinery, several times the cost of reading a module's global.
+DEAL, READY, AUCTION, LEAD, PLAY, OVER = Phase.DEAL, Phase.READY, Phase.AUCTION, Phase.LEAD, Phase.PLAY, Phase.OVER
 
 
 @built_fast
@@ -132,3 +141,32 @@ class State:
     winner: Seat | None = None
     reason: str | None = None
     void_reason: str | None = None
+
+    def decided(
+        self,
+        turn: Seat,
+        clock: Clock,
+        hand_over: bool,
+        points: tuple[int, int] | None,
+        round: Round | None,
+        phase: Phase | None,
+    ) -> State:
+        """This state with a new decision for `turn`, and the move's new points, round and phase where
+        given. The same as `evolve(self, turn=..., clock=..., hand_over=..., ...)`, built directly: it runs
+        at nearly every move."""
+        return State(
+            self.options,
+            clock,
+            self.points if points is None else points,
+            self.phase if phase is None else phase,
+            self.round if round is None else round,
+            self.past,
+            turn,
+            self.ready,
+            self.paused_at,
+            self.holder,
+            hand_over,
+            self.winner,
+            self.reason,
+            self.void_reason,
+        )
