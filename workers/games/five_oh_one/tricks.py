@@ -54,8 +54,9 @@ def play(table: Table, hand: Tricks, seat: Seat, action: Play) -> tuple[Tricks |
                 )
     elif action.marriage:
         marriages = (*marriages, _marriage(hand, seat, card))
-    hands = hand.hands
-    hands = (*hands[:seat], mine.difference((card,)), *hands[seat + 1 :])
+    changed = list(hand.hands)
+    changed[seat] = mine.difference((card,))
+    hands = tuple(changed)
     trick = (*trick, (seat, card))
     events: tuple[Event, ...] = (_PLAYED[seat][card.index][action.marriage],)
     if len(trick) < PLAYERS:
