@@ -14,7 +14,7 @@ from workers.games.spectacular_bid.tiles import TILES, Tile, tile
 from workers.games.values import evolve
 
 
-def test_played_round_is_the_round_evolved() -> None:
+def test_played_and_drawn_rounds_are_the_round_evolved() -> None:
     # every field differs from its default, so a field given in the wrong place shows
     round = Round(
         (frozenset(tiles("6-6 6-1")), frozenset(tiles("5-5"))),
@@ -35,9 +35,11 @@ def test_played_round_is_the_round_evolved() -> None:
     hands = (frozenset(tiles("6-1")), frozenset(tiles("5-5")))
     layout = layout_of("6-6", "6-4 E", "6-1 W")
     assert round.played(hands, layout) == evolve(round, hands=hands, layout=layout, drawn=None, passes=0)
+    drawn = tiles("0-0")[0]
+    assert round.drew(hands, (), drawn) == evolve(round, hands=hands, boneyard=(), drawn=drawn)
 
 
-def test_decided_state_is_the_state_evolved() -> None:
+def test_state_moved_on_is_the_state_evolved() -> None:
     options = Options.parse({"shared_device": True})
     state = State(
         options,
@@ -59,10 +61,10 @@ def test_decided_state_is_the_state_evolved() -> None:
     assert all(getattr(state, f.name) != getattr(defaults, f.name) for f in fields(State) if f.name != "options")
     clock = state.clock.start(Seat(1), Millis(9))
     round = Round((frozenset(tiles("6-6")), frozenset()), ())
-    assert state.decided(Seat(1), clock, False, None, None, None) == evolve(
+    assert state.moved_on(Seat(1), clock, False, None, None, None) == evolve(
         state, turn=Seat(1), clock=clock, hand_over=False
     )
-    assert state.decided(Seat(1), clock, False, (100, 100), round, Phase.LEAD) == evolve(
+    assert state.moved_on(Seat(1), clock, False, (100, 100), round, Phase.LEAD) == evolve(
         state, turn=Seat(1), clock=clock, hand_over=False, points=(100, 100), round=round, phase=Phase.LEAD
     )
 

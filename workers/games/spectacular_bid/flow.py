@@ -21,7 +21,7 @@ def decide(
         clock, hand_over = state.clock.stop(now), True
     else:
         clock, hand_over = state.clock.start(seat, now), False
-    return state.decided(seat, clock, hand_over, points, round, phase)
+    return state.moved_on(seat, clock, hand_over, points, round, phase)
 
 
 def moved(points: tuple[int, int], to: Seat, amount: int) -> tuple[int, int]:

@@ -101,20 +101,25 @@ class Layout:
         high = tile.high
         double = high == tile.low
         outer = tile.low if pip == high else high
-        arms = self.arms
-        for i, (e, _) in enumerate(arms):  # the end played on goes last, the others keep their order
-            if e is end:
-                arms = arms[:i] + arms[i + 1 :]
-                break
-        arms += ((end, _ARMS[double][outer]),)
+        placements = (*self.placements, _PLACED[end._value_][pip][outer])
+        played = (end, _ARMS[double][outer])
         spinner, spinner_open = self.spinner, self.spinner_open
         if spinner_open and end in spinner_open:
             spinner_open = tuple(e for e in spinner_open if e is not end)
         elif double and spinner is None:
             # SB-4 [ours]: a first double played later at W or E: the line occupies one main side
             spinner, spinner_open = high, (end,)
-        placed = _PLACED[end._value_][pip][outer]
-        return _laid((*self.placements, placed), arms, spinner, spinner_open)
+        arms = self.arms
+        if len(arms) == 2 and (spinner is None or spinner_open):
+            # the common case: the main line alone, played at W or E; the other end stays first
+            kept = arms[1] if arms[0][0] is end else arms[0]
+            ends = ((kept[0], kept[1].pip), (end, outer))
+            return Layout(placements, (kept, played), spinner, spinner_open, ends)
+        for i, (e, _) in enumerate(arms):  # the end played on goes last, the others keep their order
+            if e is end:
+                arms = arms[:i] + arms[i + 1 :]
+                break
+        return _laid(placements, (*arms, played), spinner, spinner_open)
 
     def line(self, end: End) -> tuple[Placement, ...]:
         """The tiles laid on one end, from the centre outwards."""

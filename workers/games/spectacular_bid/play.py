@@ -133,11 +133,11 @@ def draw(state: State, round: Round, seat: Seat, now: Millis) -> tuple[State, Ev
     hand = hand | {drawn}
     hands = (hand, round.hands[1]) if seat == 0 else (round.hands[0], hand)
     playable = can_play(round.layout, (drawn,))
-    round = evolve(round, hands=hands, boneyard=boneyard, drawn=drawn if playable else None)
-    state = evolve(state, round=round)
+    round = round.drew(hands, boneyard, drawn if playable else None)
     events: Events = (Event("draw", seat, {"tile": drawn.name, "left": len(boneyard)}),)
     if playable or boneyard:
-        return state, events
+        return state.moved_on(seat, state.clock, state.hand_over, None, round, None), events  # the same decision
+    state = evolve(state, round=round)
     # SB-6: the boneyard is empty and nothing plays: the pass is forced; this draw ended the decision
     state = evolve(state, clock=state.clock.stop(now), round=evolve(round, passes=round.passes + 1))
     events += (Event("pass", seat, {"forced": True}),)

@@ -103,6 +103,27 @@ class Round:
             self.domino_by,
         )
 
+    def drew(
+        self, hands: tuple[frozenset[Tile], frozenset[Tile]], boneyard: tuple[Tile, ...], drawn: Tile | None
+    ) -> Round:
+        """This round after a draw. The same as `evolve(self, hands=..., boneyard=..., drawn=...)`, built
+        directly: it runs at every draw."""
+        return Round(
+            hands,
+            boneyard,
+            self.layout,
+            self.jockey,
+            self.leader,
+            self.forced,
+            self.auction,
+            self.sale,
+            self.declined,
+            drawn,
+            self.passes,
+            self.end,
+            self.domino_by,
+        )
+
     def summary(self) -> dict[str, JSON]:
         auction: JSON = None
         if self.declined:
@@ -142,7 +163,7 @@ class State:
     reason: str | None = None
     void_reason: str | None = None
 
-    def decided(
+    def moved_on(
         self,
         turn: Seat,
         clock: Clock,
@@ -151,9 +172,9 @@ class State:
         round: Round | None,
         phase: Phase | None,
     ) -> State:
-        """This state with a new decision for `turn`, and the move's new points, round and phase where
-        given. The same as `evolve(self, turn=..., clock=..., hand_over=..., ...)`, built directly: it runs
-        at nearly every move."""
+        """This state after a move: `turn` to decide on `clock`, and the move's new points, round and phase
+        where given. The same as `evolve(self, turn=..., clock=..., hand_over=..., ...)`, built directly: it
+        runs at nearly every move."""
         return State(
             self.options,
             clock,
