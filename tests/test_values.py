@@ -123,7 +123,7 @@ def test_an_event_without_facts_has_its_own_empty_facts() -> None:
 
 @pytest.mark.parametrize("name", sorted(games()))
 def test_states_of_a_played_match_pickle_and_copy_to_equal_states(name: str) -> None:
-    """Snapshots pickle whole states: every state along a random legal match comes back equal."""
+    """Snapshots pickle whole states, deals and actions: each along a random legal match comes back equal."""
     game = games()[name]
     rng = random.Random(7)
     state = game.start(game.min_seats, {}, Seat(0))
@@ -136,11 +136,15 @@ def test_states_of_a_played_match_pickle_and_copy_to_equal_states(name: str) -> 
         if game.needs_deal(state):
             order = list(range(game.deck_size(state)))
             rng.shuffle(order)
-            state, _ = game.apply(state, CHANCE, game.deal_from(state, order), now)
+            deal = game.deal_from(state, order)
+            assert pickle.loads(pickle.dumps(deal)) == deal
+            state, _ = game.apply(state, CHANCE, deal, now)
             continue
         now = Millis(now + 100)
         for seat in map(Seat, range(game.min_seats)):
             legal = [a for a in game.legal_actions(state, seat)[:50] if a.to_json()["do"] not in ("resign", "abandon")]
             if legal:
-                state, _ = game.apply(state, seat, rng.choice(legal), now)
+                action = rng.choice(legal)
+                assert pickle.loads(pickle.dumps(action)) == action
+                state, _ = game.apply(state, seat, action, now)
                 break
