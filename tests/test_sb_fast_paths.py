@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import fields
 
 from tests.sb import layout_of, tiles
-from workers.games.engine import Seat
-from workers.games.spectacular_bid.state import Auction, Round, Sale
+from workers.games.clock import Clock
+from workers.games.engine import Millis, Seat
+from workers.games.spectacular_bid.options import Options
+from workers.games.spectacular_bid.state import Auction, Phase, Round, Sale, State
+from workers.games.spectacular_bid.tiles import TILES, Tile, tile
 from workers.games.values import evolve
 
 
-def test_played_round_is_the_round_evolved() -> None:
+def test_played_and_drawn_rounds_are_the_round_evolved() -> None:
     # every field differs from its default, so a field given in the wrong place shows
     round = Round(
         (frozenset(tiles("6-6 6-1")), frozenset(tiles("5-5"))),
@@ -31,3 +35,42 @@ def test_played_round_is_the_round_evolved() -> None:
     hands = (frozenset(tiles("6-1")), frozenset(tiles("5-5")))
     layout = layout_of("6-6", "6-4 E", "6-1 W")
     assert round.played(hands, layout) == evolve(round, hands=hands, layout=layout, drawn=None, passes=0)
+    drawn = tiles("0-0")[0]
+    assert round.drew(hands, (), drawn) == evolve(round, hands=hands, boneyard=(), drawn=drawn)
+
+
+def test_state_moved_on_is_the_state_evolved() -> None:
+    options = Options.parse({"shared_device": True})
+    state = State(
+        options,
+        Clock.fresh(options.clock, 2).start(Seat(0), Millis(1)),
+        (150, 50),
+        phase=Phase.AUCTION,
+        round=Round((frozenset(tiles("6-6")), frozenset(tiles("5-5"))), tiles("0-0")),
+        past=(Round((frozenset(), frozenset()), ()),),
+        turn=Seat(0),
+        ready=frozenset({Seat(1)}),
+        paused_at=Millis(4),
+        holder=Seat(1),
+        hand_over=True,
+        winner=Seat(1),
+        reason="resign",
+        void_reason="fault",
+    )
+    defaults = State(options, Clock.fresh(options.clock, 2), (0, 0))
+    assert all(getattr(state, f.name) != getattr(defaults, f.name) for f in fields(State) if f.name != "options")
+    clock = state.clock.start(Seat(1), Millis(9))
+    round = Round((frozenset(tiles("6-6")), frozenset()), ())
+    assert state.moved_on(Seat(1), clock, False, None, None, None) == evolve(
+        state, turn=Seat(1), clock=clock, hand_over=False
+    )
+    assert state.moved_on(Seat(1), clock, False, (100, 100), round, Phase.LEAD) == evolve(
+        state, turn=Seat(1), clock=clock, hand_over=False, points=(100, 100), round=round, phase=Phase.LEAD
+    )
+
+
+def test_a_tile_is_named_once_and_unpickled_as_the_sets_own() -> None:
+    for t in TILES:
+        assert t.name == f"{t.high}-{t.low}" == str(t)
+        assert pickle.loads(pickle.dumps(t)) is t
+    assert Tile(6, 4) == tile(4, 6) and hash(Tile(6, 4)) == hash(tile(6, 4))

@@ -10,14 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workers.games.engine import Millis, Seat
+from workers.games.values import built_fast
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class ClockSettings:
     bank: Millis
     delay: Millis
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Clock:
     settings: ClockSettings

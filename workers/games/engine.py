@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NewType, Protocol, TypeVar
 
+from workers.games.values import built_fast
+
 if TYPE_CHECKING:
     from workers.games.options import OptionSpec
 
@@ -33,6 +35,7 @@ def seconds(ms: int) -> float:
     return ms / 1000
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Event:
     """Something that happened: a play, a transfer, a forced pass, a flag, the end of a round, ..."""

@@ -9,6 +9,7 @@ from typing import Any
 from workers.games.engine import JSON, Seat
 from workers.games.errors import MalformedAction, quote
 from workers.games.five_oh_one.cards import Card, Suit, parse
+from workers.games.values import built_fast
 
 MIN_BID = 66  # F-3
 MAX_BID = 220  # F-3 [ours]: 120 + 40 + 3×20
@@ -28,6 +29,7 @@ class Look:
         return {"do": "look"}
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Bid:
     amount: int
@@ -50,6 +52,7 @@ class Abandon:
         return {"do": "abandon"}
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Declare:
     """Trump (None: no-trump), final target, and the card given face down to each opponent (F-5)."""
@@ -68,6 +71,7 @@ class Declare:
         }
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Play:
     """A card to the trick; `marriage` announces K+Q with this lead (F-7)."""

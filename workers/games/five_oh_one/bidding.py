@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from workers.games.engine import Event, Seat
 from workers.games.errors import IllegalAction
 from workers.games.five_oh_one.actions import MAX_BID, MIN_BID, Declare, trump_code
 from workers.games.five_oh_one.cards import codes, in_deck_order
 from workers.games.five_oh_one.scoring import abandoned, all_passed
 from workers.games.five_oh_one.state import Bidding, Call, Contract, HandResult, Table, Terms, Tricks
-from workers.games.values import evolve
 
 Outcome = tuple[Bidding | Contract | Tricks | HandResult, tuple[Event, ...]]
+
+_LOOKED = tuple(Event("look", Seat(seat)) for seat in range(4))
+_PASSED = tuple(Event("pass", Seat(seat)) for seat in range(4))
+_BIDS = tuple(
+    tuple(Event("bid", Seat(seat), MappingProxyType({"amount": amount})) for amount in range(MIN_BID, MAX_BID + 1))
+    for seat in range(4)
+)
+"""The events of a look, a pass and each bid, by seat (and amount): made once (facts read-only)."""
 
 
 def look(table: Table, hand: Bidding, seat: Seat) -> tuple[Bidding, tuple[Event, ...]]:
@@ -18,7 +27,8 @@ def look(table: Table, hand: Bidding, seat: Seat) -> tuple[Bidding, tuple[Event,
         raise IllegalAction("you sit this hand out as the dealer: you have no cards to look at")
     if seat in hand.looked:
         raise IllegalAction("you have already looked at your cards")
-    return evolve(hand, looked=hand.looked | {seat}), (Event("look", seat),)
+    looked = hand.looked | {seat}
+    return Bidding(hand.dealer, hand.hands, hand.talon, hand.turn, hand.calls, hand.passed, looked), (_LOOKED[seat],)
 
 
 def bid(table: Table, hand: Bidding, seat: Seat, amount: int) -> Outcome:
@@ -31,17 +41,19 @@ def bid(table: Table, hand: Bidding, seat: Seat, amount: int) -> Outcome:
     if high is not None and amount <= high[1]:
         raise IllegalAction(f"a bid must be higher than the standing {high[1]}, not {amount} (F-3)")
     calls = (*hand.calls, (seat, amount))
-    events = (Event("bid", seat, {"amount": amount}),)
-    if len(hand.passed) == len(table.active(hand.dealer)) - 1:
+    events = (_BIDS[seat][amount - MIN_BID],)
+    passed = hand.passed
+    if len(passed) == len(table.active(hand.dealer)) - 1:
         return _won(table, hand, calls, seat, amount, events)
-    return evolve(hand, turn=_next(table, hand, seat, hand.passed), calls=calls), events
+    turn = _next(table, hand, seat, passed)
+    return Bidding(hand.dealer, hand.hands, hand.talon, turn, calls, passed, hand.looked), events
 
 
 def pass_(table: Table, hand: Bidding, seat: Seat) -> Outcome:
     _check_turn(hand, seat)
     calls: tuple[Call, ...] = (*hand.calls, (seat, None))
     passed = hand.passed | {seat}
-    events = (Event("pass", seat),)
+    events = (_PASSED[seat],)
     active = table.active(hand.dealer)
     high = hand.high
     if len(passed) == len(active):  # F-3: all pass, the hand scores zero
@@ -51,7 +63,8 @@ def pass_(table: Table, hand: Bidding, seat: Seat) -> Outcome:
         )
     if high is not None and len(passed) == len(active) - 1:
         return _won(table, hand, calls, high[0], high[1], events)
-    return evolve(hand, turn=_next(table, hand, seat, passed), calls=calls, passed=passed), events
+    turn = _next(table, hand, seat, passed)
+    return Bidding(hand.dealer, hand.hands, hand.talon, turn, calls, passed, hand.looked), events
 
 
 def abandon(table: Table, hand: Contract, seat: Seat) -> Outcome:

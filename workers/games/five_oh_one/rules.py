@@ -45,11 +45,19 @@ def apply(state: State, seat: Seat, action: object, now: Millis) -> tuple[State,
             raise IllegalAction(f"too late: seat {clock.turn}'s time to decide ran out at {seconds(deadline)} s")
     table = state.table
     hand = state.hand
+    after: Bidding | Contract | Tricks | HandResult
+    if type(hand) is Tricks and type(action) is Play and seat == hand.turn:
+        # the common move: a card by the seat on turn (so a seat of the table, not chance)
+        played, events = tricks.play(table, hand, seat, action)
+        if isinstance(played, HandResult):
+            return _scored(state, played, now, events)
+        if clock is not None:
+            clock = clock.start(played.turn, now)
+        return State(table, state.scores, state.dealer, played, state.results, clock), events
     if seat == CHANCE:
         return _deal(state, action, now)
     if not 0 <= seat < table.seats:
         raise IllegalAction(f"there is no seat {seat} at this table")
-    after: Bidding | Contract | Tricks | HandResult
     if isinstance(hand, Tricks) and isinstance(action, Play):
         after, events = tricks.play(table, hand, seat, action)
     elif isinstance(hand, Bidding) and isinstance(action, Look | Bid | Pass):

@@ -13,6 +13,7 @@ from workers.games.clock import Clock
 from workers.games.engine import JSON, Millis, Seat
 from workers.games.five_oh_one.actions import trump_code
 from workers.games.five_oh_one.cards import Card, Suit
+from workers.games.values import built_fast
 
 Hands = tuple[frozenset[Card], ...]
 """Each seat's cards, by seat; a sitting-out dealer's is empty."""
@@ -21,6 +22,7 @@ Call = tuple[Seat, int | None]
 """One bidding turn: (seat, amount), amount None for a pass."""
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Table:
     """What never changes during a game."""
@@ -42,6 +44,7 @@ def _active(n: int, dealer: Seat) -> tuple[Seat, ...]:
     return tuple(Seat((dealer + i) % n) for i in range(1, n + 1) if n == 3 or i != n)
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Deal:
     """One hand as dealt (F-2): each seat's seven cards in dealing order, and the three talon cards."""
@@ -50,6 +53,7 @@ class Deal:
     talon: tuple[Card, ...]
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Bidding:
     dealer: Seat
@@ -70,6 +74,7 @@ class Bidding:
         return None
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Contract:
     """Bidding is over: the talon is exposed and the declarer holds ten cards (F-5)."""
@@ -83,6 +88,7 @@ class Contract:
     blind: bool
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Terms:
     """The contract being played: fixed for the eight tricks."""
@@ -98,6 +104,7 @@ class Terms:
     target: int
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Trick:
     leader: Seat
@@ -106,6 +113,7 @@ class Trick:
     winner: Seat
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Marriage:
     seat: Seat
@@ -114,6 +122,7 @@ class Marriage:
     """40 in trump, 20 otherwise (F-7); it counts only if `seat` wins a trick in the hand."""
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Tricks:
     terms: Terms
@@ -130,6 +139,7 @@ class Tricks:
 Hand = Bidding | Contract | Tricks
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class HandResult:
     """One scored hand, as RECORDS.md prints it."""
@@ -160,6 +170,7 @@ class HandResult:
         }
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Ending:
     reason: str
@@ -170,6 +181,7 @@ class Ending:
     """A void's reason."""
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class State:
     table: Table

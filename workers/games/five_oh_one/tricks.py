@@ -28,6 +28,11 @@ _PLAYED = tuple(
     for seat in range(4)
 )
 """The event of each play, by seat, card index and marriage: made once, as the plays are (facts read-only)."""
+_WON = tuple(
+    tuple(Event("trick", Seat(seat), MappingProxyType({"points": points})) for points in range(3 * 11 + 1))
+    for seat in range(4)
+)
+"""The event of each trick taken, by its winner and its card points (at most three aces): made once."""
 
 
 def play(table: Table, hand: Tricks, seat: Seat, action: Play) -> tuple[Tricks | HandResult, tuple[Event, ...]]:
@@ -54,8 +59,9 @@ def play(table: Table, hand: Tricks, seat: Seat, action: Play) -> tuple[Tricks |
                 )
     elif action.marriage:
         marriages = (*marriages, _marriage(hand, seat, card))
-    hands = hand.hands
-    hands = (*hands[:seat], mine.difference((card,)), *hands[seat + 1 :])
+    changed = list(hand.hands)
+    changed[seat] = mine.difference((card,))
+    hands = tuple(changed)
     trick = (*trick, (seat, card))
     events: tuple[Event, ...] = (_PLAYED[seat][card.index][action.marriage],)
     if len(trick) < PLAYERS:
@@ -63,9 +69,11 @@ def play(table: Table, hand: Tricks, seat: Seat, action: Play) -> tuple[Tricks |
         return Tricks(hand.terms, hands, left, trick, hand.done, hand.taken, marriages), events
     winner = _winner(trick, trump)
     points = trick[0][1].points + trick[1][1].points + trick[2][1].points
-    taken = (*hand.taken[:winner], hand.taken[winner] + points, *hand.taken[winner + 1 :])
+    gained = list(hand.taken)
+    gained[winner] += points
+    taken = tuple(gained)
     done = (*hand.done, Trick(trick[0][0], (trick[0][1], trick[1][1], trick[2][1]), winner))
-    events = (*events, Event("trick", winner, {"points": points}))
+    events = (*events, _WON[winner][points])
     after = Tricks(hand.terms, hands, winner, (), done, taken, marriages)
     if len(done) < TRICKS:
         return after, events

@@ -9,6 +9,7 @@ from typing import ClassVar
 from workers.games.engine import JSON
 from workers.games.errors import MalformedAction, quote
 from workers.games.spectacular_bid.tiles import TILES, End, Tile
+from workers.games.values import built_fast
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,7 @@ class Reveal:
         return {"do": self.do}
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Play:
     """A tile laid on an end; a lead names no end and shows `west` at W."""
@@ -55,6 +57,7 @@ class Draw:
         return {"do": self.do}
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Bid:
     """The opening bid of the lead auction (SB-9)."""
@@ -66,6 +69,7 @@ class Bid:
         return {"do": self.do, "amount": self.amount}
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Raise:
     amount: int
@@ -102,6 +106,7 @@ class Resign:
 Action = Ready | Reveal | Play | Draw | Bid | Raise | Accept | Decline | Resign
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Deal:
     """One round's deal (SB-2): seven tiles each, the other fourteen in draw order. Chance's action."""

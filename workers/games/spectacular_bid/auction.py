@@ -9,9 +9,9 @@ from workers.games.spectacular_bid.flow import decide, finish, moved
 from workers.games.spectacular_bid.state import (
     BID_STEP,
     JOCKEY_DISCOUNT,
+    LEAD,
     MIN_BID,
     Auction,
-    Phase,
     Round,
     Sale,
     State,
@@ -36,8 +36,7 @@ def answer(state: State, round: Round, seat: Seat, action: Action, now: Millis) 
         jockey = round.jockey
         assert jockey is not None
         round = evolve(round, declined=True, leader=jockey, auction=None)
-        state = evolve(state, phase=Phase.LEAD, round=round)
-        return decide(state, jockey, now), (Event("decline", seat),)
+        return decide(state, jockey, now, round=round, phase=LEAD), (Event("decline", seat),)
     if isinstance(action, Bid | Raise):
         opening = isinstance(action, Bid)
         if opening and auction.bid is not None:
@@ -52,7 +51,7 @@ def answer(state: State, round: Round, seat: Seat, action: Action, now: Millis) 
         if cost > state.points[seat]:
             raise IllegalAction(f"a {action.do} of {amount} would cost {cost}, more than your {state.points[seat]}")
         round = evolve(round, auction=Auction(amount, seat))
-        state = decide(evolve(state, round=round), other(seat), now)
+        state = decide(state, other(seat), now, round=round)
         return state, (Event(action.do, seat, {"amount": amount}),)
     if isinstance(action, Accept):
         if auction.bid is None or auction.bidder is None:
@@ -61,12 +60,12 @@ def answer(state: State, round: Round, seat: Seat, action: Action, now: Millis) 
         paid = net(round, payer, auction.bid)
         points = moved(state.points, seat, paid)
         round = evolve(round, sale=Sale(payer, auction.bid, paid), leader=payer, auction=None)
-        state = evolve(state, points=points, round=round)
         events: Events = (Event("accept", seat, {"bid": auction.bid, "paid": paid, "by": payer}),)
         if points[payer] == 0:
             # SB-9: paying the whole balance loses at once, before the lead
-            return finish(evolve(state, clock=state.clock.stop(now)), seat, "points", "points"), events
-        return decide(evolve(state, phase=Phase.LEAD), payer, now), events
+            state = evolve(state, points=points, round=round, clock=state.clock.stop(now))
+            return finish(state, seat, "points", "points"), events
+        return decide(state, payer, now, points, round, LEAD), events
     raise IllegalAction(f"{action.do} is not possible during the lead auction: bid, raise, accept or decline")
 
 

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from workers.games.engine import Millis, Seat
-from workers.games.spectacular_bid.state import Phase, State, other
+from workers.games.spectacular_bid.state import DEAL, OVER, Phase, Round, State, other
 from workers.games.values import evolve
 
 
-def decide(state: State, seat: Seat, now: Millis, **changes: Any) -> State:
+def decide(
+    state: State,
+    seat: Seat,
+    now: Millis,
+    points: tuple[int, int] | None = None,
+    round: Round | None = None,
+    phase: Phase | None = None,
+) -> State:
     """A truly new decision for `seat` (SB-10): fresh delay, or a hand-over pause on a shared device.
-    `changes` are the move's own changes to `state`, made in the same copy."""
+    `points`, `round` and `phase`, when given, are the move's own changes to `state`, made in the same copy."""
     if state.options.shared_device and state.holder != seat:
-        return evolve(state, turn=seat, clock=state.clock.stop(now), hand_over=True, **changes)
-    return evolve(state, turn=seat, clock=state.clock.start(seat, now), hand_over=False, **changes)
+        clock, hand_over = state.clock.stop(now), True
+    else:
+        clock, hand_over = state.clock.start(seat, now), False
+    return state.moved_on(seat, clock, hand_over, points, round, phase)
 
 
 def moved(points: tuple[int, int], to: Seat, amount: int) -> tuple[int, int]:
@@ -28,7 +35,7 @@ def end_round(state: State, now: Millis) -> State:
     assert state.round is not None
     return evolve(
         state,
-        phase=Phase.DEAL,
+        phase=DEAL,
         past=(*state.past, state.round),
         round=None,
         turn=None,
@@ -42,7 +49,7 @@ def finish(state: State, winner: Seat, reason: str, round_end: str) -> State:
     round = state.round
     if round is not None and round.end is None:
         round = evolve(round, end=round_end)
-    return evolve(state, phase=Phase.OVER, round=round, winner=winner, reason=reason, hand_over=False)
+    return evolve(state, phase=OVER, round=round, winner=winner, reason=reason, hand_over=False)
 
 
 def over_message(state: State) -> str:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workers.games.spectacular_bid.tiles import MAIN_ENDS, End, Tile
+from workers.games.spectacular_bid.tiles import MAIN_ENDS, End, N, S, Tile
+from workers.games.values import built_fast
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Arm:
     """The outer tile of one end: the pip open to play on, and whether that tile is a double."""
@@ -20,6 +22,7 @@ class Arm:
         return self.pip * 2 if self.double else self.pip
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Placement:
     """A tile as it lies: `inner` touches the layout (the W half for the lead), `outer` faces out."""
@@ -32,6 +35,7 @@ class Placement:
         return f"{self.inner}-{self.outer}"
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Layout:
     placements: tuple[Placement, ...] = ()
@@ -94,16 +98,28 @@ class Layout:
 
     def place_on(self, tile: Tile, end: End, pip: int) -> Layout:
         """`tile` laid on `end`, which shows `pip` (the caller has checked that it fits)."""
-        double = tile.high == tile.low
-        outer = tile.low if pip == tile.high else tile.high
-        arms = (*_arms_without(self.arms, end), (end, Arm(outer, double)))  # the end played on goes last
+        high = tile.high
+        double = high == tile.low
+        outer = tile.low if pip == high else high
+        placements = (*self.placements, _PLACED[end._value_][pip][outer])
+        played = (end, _ARMS[double][outer])
         spinner, spinner_open = self.spinner, self.spinner_open
-        if end in spinner_open:
+        if spinner_open and end in spinner_open:
             spinner_open = tuple(e for e in spinner_open if e is not end)
         elif double and spinner is None:
             # SB-4 [ours]: a first double played later at W or E: the line occupies one main side
-            spinner, spinner_open = tile.high, (end,)
-        return _laid((*self.placements, Placement(pip, outer, end)), arms, spinner, spinner_open)
+            spinner, spinner_open = high, (end,)
+        arms = self.arms
+        if len(arms) == 2 and (spinner is None or spinner_open):
+            # the common case: the main line alone, played at W or E; the other end stays first
+            kept = arms[1] if arms[0][0] is end else arms[0]
+            ends = ((kept[0], kept[1].pip), (end, outer))
+            return Layout(placements, (kept, played), spinner, spinner_open, ends)
+        for i, (e, _) in enumerate(arms):  # the end played on goes last, the others keep their order
+            if e is end:
+                arms = arms[:i] + arms[i + 1 :]
+                break
+        return _laid(placements, (*arms, played), spinner, spinner_open)
 
     def line(self, end: End) -> tuple[Placement, ...]:
         """The tiles laid on one end, from the centre outwards."""
@@ -116,25 +132,26 @@ def _laid(
     spinner: int | None,
     spinner_open: tuple[End, ...],
 ) -> Layout:
+    if spinner is None or spinner_open:
+        # no lateral arm yet: the ends are the main line's, in the arms' order
+        return Layout(placements, arms, spinner, spinner_open, tuple([(end, arm.pip) for end, arm in arms]))
     ends: list[tuple[End, int]] = []
     north = south = spinner  # an unused lateral arm shows the spinner
     for end, arm in arms:  # plain loops, no dict: this runs after every play
-        if end is End.N:
+        if end is N:
             north = arm.pip
-        elif end is End.S:
+        elif end is S:
             south = arm.pip
         else:
             ends.append((end, arm.pip))
-    if spinner is not None and not spinner_open:
-        # SB-4: N and S open only after both main sides of the spinner are occupied
-        assert north is not None and south is not None
-        ends += ((End.N, north), (End.S, south))
+    # SB-4: N and S open only after both main sides of the spinner are occupied
+    ends += ((N, north), (S, south))
     return Layout(placements, arms, spinner, spinner_open, tuple(ends))
 
 
-def _arms_without(arms: tuple[tuple[End, Arm], ...], end: End) -> tuple[tuple[End, Arm], ...]:
-    """The arms less the one of `end`, in their order."""
-    for i, (e, _) in enumerate(arms):
-        if e is end:
-            return arms[:i] + arms[i + 1 :]
-    return arms
+_ARMS = tuple(tuple(Arm(pip, double) for pip in range(7)) for double in (False, True))
+"""Every arm, by whether its tile is a double and by its open pip: made once, shared by all layouts."""
+_PLACED = {
+    end.value: tuple(tuple(Placement(inner, outer, end) for outer in range(7)) for inner in range(7)) for end in End
+}
+"""Every tile as it can lie on an end, by the end's name, the inner pip and the outer one: made once."""

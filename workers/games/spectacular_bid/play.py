@@ -4,14 +4,13 @@ SB-7 domino and SB-8 block."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
 
 from workers.games.engine import Event, Millis, Seat
 from workers.games.errors import IllegalAction
 from workers.games.spectacular_bid.actions import Action, Draw, Play
 from workers.games.spectacular_bid.flow import decide, end_round, finish, moved
 from workers.games.spectacular_bid.layout import Layout
-from workers.games.spectacular_bid.state import SEATS, Phase, Round, State, other
+from workers.games.spectacular_bid.state import LEAD, OTHER, PLAY, SEATS, Phase, Round, State, other
 from workers.games.spectacular_bid.tiles import End, Tile, lead_rank, round_to_five
 from workers.games.values import evolve
 
@@ -52,7 +51,7 @@ def play_actions(round: Round, seat: Seat) -> list[Action]:
 def play(state: State, round: Round, seat: Seat, play: Play, now: Millis) -> tuple[State, Events]:
     hand = round.hands[seat]
     tile = play.tile
-    if state.phase is Phase.LEAD:
+    if state.phase is LEAD:
         if play.end is not None:
             raise IllegalAction("a lead names no end: the first number of the tile faces W")
         rest = hand - {tile}  # the hand after the play: its size tells whether the tile was held
@@ -63,7 +62,7 @@ def play(state: State, round: Round, seat: Seat, play: Play, now: Millis) -> tup
         west = tile.high if play.west is None else play.west
         if west != tile.high and west != tile.low:
             raise IllegalAction(f"{tile} has no {west}")
-        return _after_play(state, round, seat, rest, tile, None, Layout().lead(tile, west), now, phase=Phase.PLAY)
+        return _after_play(state, round, seat, rest, tile, None, Layout().lead(tile, west), now, PLAY)
     end = play.end
     if end is None:
         raise IllegalAction("name the end to play on: W, E, N or S")
@@ -87,10 +86,12 @@ def _after_play(
     end: End | None,
     layout: Layout,
     now: Millis,
-    **changes: Any,
+    phase: Phase | None = None,
 ) -> tuple[State, Events]:
     """The play's count and transfer, then the next decision; `rest` is the player's hand after it.
-    `changes` (the lead's new phase) and the play's own go into one new state on the common path."""
+    `phase` (the lead's new phase) and the play's own changes go into one new state on the common path."""
+    if phase is None:
+        phase = state.phase
     hands = (rest, round.hands[1]) if seat == 0 else (round.hands[0], rest)
     count = layout.count()
     points = state.points
@@ -100,26 +101,26 @@ def _after_play(
         points = moved(points, seat, count)
         scored = points[seat] - state.points[seat]
     # `_value_`, not the `value` property: the same string without two Python calls
-    facts = {"tile": str(tile), "end": None if end is None else end._value_, "count": count, "scored": scored}
+    facts = {"tile": tile.name, "end": None if end is None else end._value_, "count": count, "scored": scored}
     events: Events = (Event("play", seat, facts),)
     round = round.played(hands, layout)
-    opponent = other(seat)
+    opponent = OTHER[seat]
     if points[opponent] == 0:
-        state = evolve(state, points=points, round=round, clock=state.clock.stop(now), **changes)
+        state = evolve(state, points=points, round=round, clock=state.clock.stop(now), phase=phase)
         return finish(state, seat, "points", "points"), events
-    if not hands[seat]:
+    if not rest:
         # SB-7: the last tile ends the round after its count; its player becomes the jockey
         ended = evolve(round, end="domino", domino_by=seat)
-        state = evolve(state, points=points, round=ended, **changes)
+        state = evolve(state, points=points, round=ended, phase=phase)
         return end_round(state, now), (*events, Event("domino", seat))
     if round.boneyard or can_play(layout, hands[opponent]):
-        return decide(state, opponent, now, points=points, round=round, **changes), events
-    state, more = _next_turn(evolve(state, points=points, round=round, **changes), opponent, now)
+        return decide(state, opponent, now, points, round, phase), events
+    state, more = _next_turn(evolve(state, points=points, round=round, phase=phase), opponent, now)
     return state, events + more
 
 
 def draw(state: State, round: Round, seat: Seat, now: Millis) -> tuple[State, Events]:
-    if state.phase is not Phase.PLAY:
+    if state.phase is not PLAY:
         raise IllegalAction("there is nothing to draw for before the lead")
     if round.drawn is not None:
         raise IllegalAction(f"you drew {round.drawn}, which plays: place it")
@@ -132,11 +133,11 @@ def draw(state: State, round: Round, seat: Seat, now: Millis) -> tuple[State, Ev
     hand = hand | {drawn}
     hands = (hand, round.hands[1]) if seat == 0 else (round.hands[0], hand)
     playable = can_play(round.layout, (drawn,))
-    round = evolve(round, hands=hands, boneyard=boneyard, drawn=drawn if playable else None)
-    state = evolve(state, round=round)
-    events: Events = (Event("draw", seat, {"tile": str(drawn), "left": len(boneyard)}),)
+    round = round.drew(hands, boneyard, drawn if playable else None)
+    events: Events = (Event("draw", seat, {"tile": drawn.name, "left": len(boneyard)}),)
     if playable or boneyard:
-        return state, events
+        return state.moved_on(seat, state.clock, state.hand_over, None, round, None), events  # the same decision
+    state = evolve(state, round=round)
     # SB-6: the boneyard is empty and nothing plays: the pass is forced; this draw ended the decision
     state = evolve(state, clock=state.clock.stop(now), round=evolve(round, passes=round.passes + 1))
     events += (Event("pass", seat, {"forced": True}),)

@@ -12,7 +12,19 @@ from workers.games.spectacular_bid.actions import Action, Deal, Draw, Play, Read
 from workers.games.spectacular_bid.auction import answer, auction_actions
 from workers.games.spectacular_bid.flow import decide, finish, over_message
 from workers.games.spectacular_bid.play import draw, lead_actions, play, play_actions
-from workers.games.spectacular_bid.state import SEATS, Auction, Phase, Round, State, other
+from workers.games.spectacular_bid.state import (
+    AUCTION,
+    DEAL,
+    LEAD,
+    OVER,
+    PLAY,
+    READY,
+    SEATS,
+    Auction,
+    Round,
+    State,
+    other,
+)
 from workers.games.spectacular_bid.tiles import lead_rank
 from workers.games.values import evolve
 
@@ -22,9 +34,9 @@ _NONE: Events = ()
 
 def next_deadline(state: State) -> Millis | None:
     phase = state.phase  # a replay asks twice a step: the decision phases first
-    if phase is Phase.PLAY or phase is Phase.LEAD or phase is Phase.AUCTION:
+    if phase is PLAY or phase is LEAD or phase is AUCTION:
         return state.clock.deadline()
-    if phase is Phase.READY:
+    if phase is READY:
         return Millis(state.paused_at + state.options.ready_timeout)
     return None  # dealing, or over
 
@@ -33,7 +45,7 @@ def on_deadline(state: State, now: Millis) -> tuple[State, Events]:
     """Ready timeouts start the clocks (SB-10 [ours]); a passed deadline loses on time (SB-13)."""
     events: Events = ()
     while (deadline := next_deadline(state)) is not None and deadline <= now:
-        if state.phase is Phase.READY:
+        if state.phase is READY:
             state, started = _begin(state, deadline)
             events += (Event("clocks_started", None, {"t": seconds(deadline)}), *started)
         else:
@@ -45,6 +57,23 @@ def on_deadline(state: State, now: Millis) -> tuple[State, Events]:
 
 
 def apply(state: State, seat: Seat, action: Action | Deal, now: Millis) -> tuple[State, Events]:
+    kind, phase = type(action), state.phase
+    if (
+        (kind is Play or kind is Draw)
+        and (phase is PLAY or phase is LEAD)
+        and seat == state.turn
+        and not state.hand_over
+    ):
+        # the common move: a play or a draw by the seat whose turn it is, which passes every check of the
+        # full path below but the clock's: that one here, then the move
+        deadline = state.clock.deadline()
+        if deadline is not None and now >= deadline:
+            raise IllegalAction(f"too late: the deadline passed at {seconds(deadline)} s")
+        round = state.round
+        assert round is not None
+        if kind is Play:
+            return play(state, round, seat, action, now)  # type: ignore[arg-type]
+        return draw(state, round, seat, now)
     if seat == CHANCE:
         if not isinstance(action, Deal):
             raise MalformedAction("chance only deals")
@@ -53,20 +82,20 @@ def apply(state: State, seat: Seat, action: Action | Deal, now: Millis) -> tuple
         raise IllegalAction("only the service deals")
     if seat not in SEATS:
         raise IllegalAction(f"there is no seat {seat} in a two-player match")
-    if state.phase is Phase.OVER:
+    if state.phase is OVER:
         raise IllegalAction(over_message(state))
     deadline = next_deadline(state)
     if deadline is not None and now >= deadline:
         raise IllegalAction(f"too late: the deadline passed at {seconds(deadline)} s")
     if isinstance(action, Resign):
         return _resign(state, seat, now)
-    if state.phase is Phase.DEAL:
+    if state.phase is DEAL:
         raise IllegalAction("the next round is being dealt")
     if isinstance(action, Ready):
         return _ready(state, seat, now)
     if isinstance(action, Reveal):
         return _reveal(state, seat, now)
-    if state.phase is Phase.READY:
+    if state.phase is READY:
         raise IllegalAction("the clocks have not started yet: only Continue, reveal and resign now")
     if state.hand_over:
         raise IllegalAction(f"waiting for seat {state.turn} to take the device and reveal their tiles")
@@ -74,7 +103,7 @@ def apply(state: State, seat: Seat, action: Action | Deal, now: Millis) -> tuple
         raise IllegalAction(f"it is seat {state.turn}'s turn, not seat {seat}'s")
     round = state.round
     assert round is not None
-    if state.phase is Phase.AUCTION:
+    if state.phase is AUCTION:
         return answer(state, round, seat, action, now)
     if isinstance(action, Play):
         return play(state, round, seat, action, now)
@@ -85,11 +114,11 @@ def apply(state: State, seat: Seat, action: Action | Deal, now: Millis) -> tuple
 
 def legal_actions(state: State, seat: Seat) -> list[Action]:
     """Every action `seat` may take now (resigning included)."""
-    if state.phase is Phase.OVER or seat not in SEATS:
+    if state.phase is OVER or seat not in SEATS:
         return []
     actions: list[Action] = []
     round = state.round
-    if state.phase is Phase.READY:
+    if state.phase is READY:
         if seat not in state.ready:
             actions.append(Ready())
         if state.options.shared_device:
@@ -98,19 +127,19 @@ def legal_actions(state: State, seat: Seat) -> list[Action]:
         if seat == state.turn:
             actions.append(Reveal())
     elif seat == state.turn and round is not None:
-        if state.phase is Phase.AUCTION:
+        if state.phase is AUCTION:
             actions += auction_actions(state, round, seat)
-        elif state.phase is Phase.LEAD:
+        elif state.phase is LEAD:
             actions += lead_actions(round, seat)
         else:
             actions += play_actions(round, seat)
-    if state.phase is not Phase.DEAL:
+    if state.phase is not DEAL:
         actions.append(Resign())
     return actions
 
 
 def _deal(state: State, deal: Deal, now: Millis) -> tuple[State, Events]:
-    if state.phase is not Phase.DEAL:
+    if state.phase is not DEAL:
         raise IllegalAction("no deal is due")
     previous = state.past[-1] if state.past else None
     jockey = previous.domino_by if previous is not None else None
@@ -123,13 +152,13 @@ def _deal(state: State, deal: Deal, now: Millis) -> tuple[State, Events]:
     round = Round(hands, deal.boneyard, jockey=jockey, leader=leader, forced=forced)
     number = len(state.past) + 1
     state = evolve(
-        state, phase=Phase.READY, round=round, ready=frozenset(), paused_at=now, turn=None, hand_over=False
+        state, phase=READY, round=round, ready=frozenset(), paused_at=now, turn=None, hand_over=False
     )
     return state, (Event("deal", None, {"round": number, "jockey": jockey}),)
 
 
 def _ready(state: State, seat: Seat, now: Millis) -> tuple[State, Events]:
-    if state.phase is not Phase.READY:
+    if state.phase is not READY:
         raise IllegalAction("the clocks are already running")
     if seat in state.ready:
         raise IllegalAction("you have already pressed Continue")
@@ -145,7 +174,7 @@ def _ready(state: State, seat: Seat, now: Millis) -> tuple[State, Events]:
 def _reveal(state: State, seat: Seat, now: Millis) -> tuple[State, Events]:
     if not state.options.shared_device:
         raise IllegalAction("reveal is only for matches on a shared device")
-    if state.phase is Phase.READY:
+    if state.phase is READY:
         return evolve(state, holder=seat), (Event("reveal", seat),)
     if not state.hand_over or seat != state.turn:
         raise IllegalAction("there is no hand-over to you now")
@@ -158,10 +187,10 @@ def _begin(state: State, now: Millis) -> tuple[State, Events]:
     round = state.round
     assert round is not None
     if round.jockey is not None:
-        state = evolve(state, phase=Phase.AUCTION, round=evolve(round, auction=Auction()), ready=frozenset())
+        state = evolve(state, phase=AUCTION, round=evolve(round, auction=Auction()), ready=frozenset())
         return decide(state, other(round.jockey), now), _NONE
     assert round.leader is not None
-    return decide(evolve(state, phase=Phase.LEAD, ready=frozenset()), round.leader, now), _NONE
+    return decide(evolve(state, phase=LEAD, ready=frozenset()), round.leader, now), _NONE
 
 
 def _resign(state: State, seat: Seat, now: Millis) -> tuple[State, Events]:
@@ -171,10 +200,10 @@ def _resign(state: State, seat: Seat, now: Millis) -> tuple[State, Events]:
 
 def void(state: State, reason: str, now: Millis) -> tuple[State, Events]:
     """SB-11: a proven service fault ends the match with no result; the reason is kept."""
-    if state.phase is Phase.OVER:
+    if state.phase is OVER:
         raise IllegalAction(over_message(state))
     state = evolve(
-        state, phase=Phase.OVER, clock=state.clock.stop(now), void_reason=reason, winner=None, reason=None
+        state, phase=OVER, clock=state.clock.stop(now), void_reason=reason, winner=None, reason=None
     )
     return state, (Event("void", None, {"reason": reason}),)
 

@@ -10,6 +10,7 @@ from workers.games.engine import JSON, Millis, Seat
 from workers.games.spectacular_bid.layout import Layout
 from workers.games.spectacular_bid.options import Options
 from workers.games.spectacular_bid.tiles import Tile
+from workers.games.values import built_fast
 
 SEATS = (Seat(0), Seat(1))
 MIN_BID = 15  # SB-9
@@ -17,8 +18,12 @@ BID_STEP = 5
 JOCKEY_DISCOUNT = 15
 
 
+OTHER: tuple[Seat, Seat] = (Seat(1), Seat(0))
+"""The other seat, by seat: read inline where every move asks."""
+
+
 def other(seat: Seat) -> Seat:
-    return Seat(1 - seat)
+    return OTHER[seat]
 
 
 class Phase(Enum):
@@ -32,6 +37,12 @@ class Phase(Enum):
     OVER = "over"
 
 
+# The phases as plain names for the rules' hot paths: on Python 3.11 reading `Phase.PLAY` goes through the
+# enum class's attribute machinery, several times the cost of reading a module's global.
+DEAL, READY, AUCTION, LEAD, PLAY, OVER = Phase.DEAL, Phase.READY, Phase.AUCTION, Phase.LEAD, Phase.PLAY, Phase.OVER
+
+
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Auction:
     """The standing bid of a lead auction (SB-9); None before the opening answer."""
@@ -40,6 +51,7 @@ class Auction:
     bidder: Seat | None = None
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Sale:
     """How an auction ended: the author of the accepted bid, the bid, and what they paid."""
@@ -49,6 +61,7 @@ class Sale:
     paid: int
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Round:
     hands: tuple[frozenset[Tile], frozenset[Tile]]
@@ -90,6 +103,27 @@ class Round:
             self.domino_by,
         )
 
+    def drew(
+        self, hands: tuple[frozenset[Tile], frozenset[Tile]], boneyard: tuple[Tile, ...], drawn: Tile | None
+    ) -> Round:
+        """This round after a draw. The same as `evolve(self, hands=..., boneyard=..., drawn=...)`, built
+        directly: it runs at every draw."""
+        return Round(
+            hands,
+            boneyard,
+            self.layout,
+            self.jockey,
+            self.leader,
+            self.forced,
+            self.auction,
+            self.sale,
+            self.declined,
+            drawn,
+            self.passes,
+            self.end,
+            self.domino_by,
+        )
+
     def summary(self) -> dict[str, JSON]:
         auction: JSON = None
         if self.declined:
@@ -107,6 +141,7 @@ class Round:
         return out
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class State:
     options: Options
@@ -127,3 +162,32 @@ class State:
     winner: Seat | None = None
     reason: str | None = None
     void_reason: str | None = None
+
+    def moved_on(
+        self,
+        turn: Seat,
+        clock: Clock,
+        hand_over: bool,
+        points: tuple[int, int] | None,
+        round: Round | None,
+        phase: Phase | None,
+    ) -> State:
+        """This state after a move: `turn` to decide on `clock`, and the move's new points, round and phase
+        where given. The same as `evolve(self, turn=..., clock=..., hand_over=..., ...)`, built directly: it
+        runs at nearly every move."""
+        return State(
+            self.options,
+            clock,
+            self.points if points is None else points,
+            self.phase if phase is None else phase,
+            self.round if round is None else round,
+            self.past,
+            turn,
+            self.ready,
+            self.paused_at,
+            self.holder,
+            hand_over,
+            self.winner,
+            self.reason,
+            self.void_reason,
+        )

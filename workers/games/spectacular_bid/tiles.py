@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from workers.games.errors import MalformedAction, quote
@@ -10,10 +10,16 @@ from workers.games.errors import MalformedAction, quote
 
 @dataclass(frozen=True, slots=True)
 class Tile:
-    """A domino, always held as (high, low): "6-4" and "4-6" name the same tile."""
+    """A domino, always held as (high, low): "6-4" and "4-6" name the same tile. Reach it through `tile`,
+    `Tile.parse` or `TILES`: the 28 tiles, each made once (and unpickled as itself)."""
 
     high: int
     low: int
+    name: str = field(init=False, repr=False, compare=False)
+    """"6-4": made once, read by every play's event."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", f"{self.high}-{self.low}")
 
     @property
     def double(self) -> bool:
@@ -41,7 +47,10 @@ class Tile:
         raise MalformedAction(f'unknown tile {quote(text)}: a tile is "a-b" with a and b from 0 to 6')
 
     def __str__(self) -> str:
-        return f"{self.high}-{self.low}"
+        return self.name
+
+    def __reduce__(self) -> tuple[object, tuple[int, int]]:
+        return tile, (self.high, self.low)  # unpickled as the set's own tile
 
 
 TILES: tuple[Tile, ...] = tuple(Tile(high, low) for high in range(6, -1, -1) for low in range(high, -1, -1))
@@ -79,5 +88,7 @@ class End(Enum):
             raise MalformedAction(f"unknown end {quote(text)}: an end is W, E, N or S") from None
 
 
+# The ends as plain names for the hot paths (reading `End.W` costs several globals, see state.py's phases)
+W, E, N, S = End.W, End.E, End.N, End.S
 MAIN_ENDS = (End.W, End.E)
 LATERAL_ENDS = (End.N, End.S)
