@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.storage_backends import BACKENDS, Backend, backend_for, run
-from workers.storage import FencedOut, LogEntry, MatchEntry, Progress, Snapshot, Storage, Stored
+from workers.storage import SNAPSHOT_FORMAT, FencedOut, LogEntry, MatchEntry, Progress, Snapshot, Storage, Stored
 
 P, Q = 7, 200
 
@@ -93,17 +93,19 @@ def test_unfinished_snapshot_later_entries_and_filters(backend: Backend) -> None
             await s.create(match(match_id, partition), epochs[partition])
             for seq in range(1, 5):
                 await s.append(match_id, partition, epochs[partition], step(seq), RUNNING)
-        await s.snapshot("a", P, epochs[P], Snapshot(1, b"old"))
-        await s.snapshot("a", P, epochs[P], Snapshot(2, b"\x80pickled\x00match"))
+        await s.snapshot("a", P, epochs[P], Snapshot(1, SNAPSHOT_FORMAT + b"old"))
+        await s.snapshot("a", P, epochs[P], Snapshot(2, SNAPSHOT_FORMAT + b"\x80pickled\x00match"))
+        await s.snapshot("b", P, epochs[P], Snapshot(3, b"\x80an older code's snapshot"))
         await s.append("fin", P, epochs[P], step(5), Progress("finished"))
         await s.append("void", P, epochs[P], step(5), Progress("voided", "worker_down"))
 
         found = {st.entry.match_id: st for st in await s.unfinished([P])}
         assert sorted(found) == ["a", "b"]
-        assert found["a"].snapshot == Snapshot(2, b"\x80pickled\x00match")
+        assert found["a"].snapshot == Snapshot(2, SNAPSHOT_FORMAT + b"\x80pickled\x00match")
         assert found["a"].entries == (step(3), step(4))
-        assert found["b"].snapshot is None
+        assert found["b"].snapshot is None  # not in this code's format: the whole log instead
         assert found["b"].entries == tuple(step(i) for i in range(1, 5))
+        assert (await s.load("b")) == found["b"]
         assert found["a"].entry == match("a") and found["a"].progress == RUNNING
         assert sorted(st.entry.match_id for st in await s.unfinished([P, Q])) == ["a", "b", "other"]
         assert [st.entry.match_id for st in await s.unfinished([Q])] == ["other"]

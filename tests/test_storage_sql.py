@@ -19,7 +19,7 @@ from tests.storage_backends import SQL_BACKENDS, Backend, backend_for, run
 from tests.test_storage_contract import RUNNING, match, step
 from workers.sql import SqlStorage, database_url
 from workers.sql import models as m
-from workers.storage import FencedOut, Progress, Snapshot
+from workers.storage import SNAPSHOT_FORMAT, FencedOut, Progress, Snapshot
 
 P = 7
 
@@ -101,7 +101,7 @@ def test_unfinished_loads_in_a_fixed_number_of_queries(backend: Backend) -> None
         await asyncio.gather(*(s.create(match(i), epoch) for i in ids))
         for seq in range(1, 4):
             await asyncio.gather(*(s.append(i, P, epoch, step(seq), RUNNING) for i in ids))
-        await asyncio.gather(*(s.snapshot(i, P, epoch, Snapshot(1, b"x")) for i in ids[::2]))
+        await asyncio.gather(*(s.snapshot(i, P, epoch, Snapshot(1, SNAPSHOT_FORMAT + b"x")) for i in ids[::2]))
 
     async def counted(s: SqlStorage) -> tuple[int, int]:
         statements: list[str] = []

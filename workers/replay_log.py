@@ -15,7 +15,7 @@ from typing import Any
 from workers.commitments import Commitment, canonical
 from workers.games.engine import JSON, Game, Millis, Seat
 from workers.games.records import Match, Step
-from workers.storage import LogEntry, MatchEntry, Stored
+from workers.storage import SNAPSHOT_FORMAT, LogEntry, MatchEntry, Snapshot, Stored
 
 
 @dataclass
@@ -40,12 +40,17 @@ class Position:
         """A snapshot. The command log is kept as a list: a long linked list would overflow pickle."""
         m = self.match
         frozen = (m.players, m.state, m.deals, m.steps(), m.void_reason, m.now)
-        return pickle.dumps((frozen, self.commitments, self.logged, self.change), protocol=pickle.HIGHEST_PROTOCOL)
+        pickled = pickle.dumps((frozen, self.commitments, self.logged, self.change), protocol=pickle.HIGHEST_PROTOCOL)
+        return SNAPSHOT_FORMAT + pickled
 
     @staticmethod
-    def thaw(game: Game[Any, Any, Any], blob: bytes) -> Position:
-        # our own snapshots, written by the worker that owns the partition
-        (players, state, deals, steps, void_reason, now), commitments, logged, change = pickle.loads(blob)
+    def thaw(game: Game[Any, Any, Any], snapshot: Snapshot) -> Position:
+        """Our own snapshot, written by the worker that owned the partition, in this code's format (the
+        storage hands an older one's match over with its whole log instead)."""
+        if not snapshot.current:
+            raise ValueError(f"a snapshot not in the format {SNAPSHOT_FORMAT!r} cannot be thawed")
+        frozen, commitments, logged, change = pickle.loads(memoryview(snapshot.blob)[len(SNAPSHOT_FORMAT) :])
+        players, state, deals, steps, void_reason, now = frozen
         log: Step | None = None
         for step in steps:
             log = Step(step.seat, step.action, step.t, log)
@@ -58,7 +63,7 @@ def fresh(game: Game[Any, Any, Any], entry: MatchEntry) -> Position:
 
 def restored(game: Game[Any, Any, Any], stored: Stored) -> Position:
     """A match as its log holds it: its last snapshot, then the steps logged after it."""
-    position = Position.thaw(game, stored.snapshot.blob) if stored.snapshot else fresh(game, stored.entry)
+    position = Position.thaw(game, stored.snapshot) if stored.snapshot else fresh(game, stored.entry)
     for entry in stored.entries:
         step(game, position, entry)
     return position

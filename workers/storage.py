@@ -53,12 +53,23 @@ class LogEntry:
     t_ms: int
 
 
+SNAPSHOT_FORMAT = b"tablehall-snapshot/2\n"
+"""Leads every snapshot's bytes. Raise the number whenever a value a snapshot pickles changes its fields or
+its pickling (2: the engine's fast-built values): a worker of the new code then reads such a match's whole
+log instead of a snapshot it cannot thaw, so a rolling upgrade loses no running match."""
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """The pickled `Match` value after change `seq` (recovery loads it, then the entries after it)."""
 
     seq: int
     blob: bytes
+
+    @property
+    def current(self) -> bool:
+        """Written in this code's snapshot format (else the match is replayed from its whole log)."""
+        return self.blob.startswith(SNAPSHOT_FORMAT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +288,8 @@ class MemoryStorage:
     def _stored(self, match_id: str) -> Stored:
         entry = self.matches[match_id]
         snap = self.snapshots.get(match_id)
+        if snap is not None and not snap.current:
+            snap = None  # an older code's snapshot: the whole log instead, as the SQL storage reads it
         after = tuple(e for e in self.logs[match_id] if snap is None or e.seq > snap.seq)
         return Stored(entry, snap, after, self.progress[match_id])
 

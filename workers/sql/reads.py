@@ -78,8 +78,11 @@ def stored(conn: Connection, wanted: Any) -> list[Stored]:
     snaps: dict[str, Snapshot] = {}
     sn = m.snapshots
     query = select(sn.c.match_id, sn.c.seq, sn.c.blob).select_from(sn.join(t, t.c.id == sn.c.match_id)).where(wanted)
+    older: list[str] = []
     for match_id, seq, blob in rows(conn, query):
-        snaps[match_id] = Snapshot(seq, bytes(blob))
+        snaps[match_id] = snapshot = Snapshot(seq, bytes(blob))
+        if not snapshot.current:
+            older.append(match_id)  # written by an older worker's code: its whole log instead
 
     logs: dict[str, list[LogEntry]] = defaultdict(list)
     ev = m.events
@@ -91,6 +94,9 @@ def stored(conn: Connection, wanted: Any) -> list[Stored]:
     )
     for row in rows(conn, query):
         logs[row[0]].append(_entry(row[1:]))
+    for match_id in older:
+        del snaps[match_id]
+        logs[match_id] = log(conn, match_id)
 
     found = []
     query = select(
