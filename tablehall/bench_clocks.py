@@ -202,6 +202,9 @@ def bench_clocks(clocks: int, load: int, swiss: int, window_s: float, seed: int,
         phases, full_pass = asyncio.run(run(clocks, load, swiss, window_s, seed, in_thread))
     except KeyboardInterrupt:
         return 130
+    except clock_load.BotsEnded as error:
+        print(f"tablehall bench clocks: {error}", flush=True)
+        return 1
     report(phases, clocks, window_s, full_pass)
     return 0
 

@@ -7,6 +7,7 @@ rules, the commit, the reply), and the bots' own thinking is not on it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -30,6 +31,10 @@ LOOK_AGAIN_S = 0.01
 """Nobody may act (a deal pause): the bots look at the match again this much later."""
 POLL_S = 0.1
 """How often the worker's side looks whether the bots' process has ended (no thread waits for it)."""
+
+
+class BotsEnded(RuntimeError):
+    """The bots' process ended without its tally (it failed: its own traceback is on stderr)."""
 
 
 @dataclass
@@ -103,7 +108,8 @@ def _bots(address: str, matches: int, seed: int, stop: Event, out: Connection) -
 
 
 async def load(address: str, matches: int, seed: int, stop: asyncio.Event) -> Tally:
-    """Run the bots against the worker at `address` until `stop` is set, then wait for their tally."""
+    """Run the bots against the worker at `address` until `stop` is set, then wait for their tally
+    (`BotsEnded` as soon as their process is found ended without one)."""
     spawn = multiprocessing.get_context("spawn")  # this process runs gRPC: never fork it
     stopping = spawn.Event()
     receiving, sending = spawn.Pipe(duplex=False)
@@ -111,13 +117,18 @@ async def load(address: str, matches: int, seed: int, stop: asyncio.Event) -> Ta
     process.start()
     sending.close()
     try:
-        await stop.wait()
+        while not stop.is_set():
+            if not process.is_alive():
+                raise BotsEnded(f"the bots' process ended early (exit code {process.exitcode})")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), POLL_S)
         stopping.set()
         while not receiving.poll():
-            if not process.is_alive() and not receiving.poll():
-                raise RuntimeError(f"the bots' process ended with exit code {process.exitcode} and no tally")
             await asyncio.sleep(POLL_S)
-        commands, refused = receiving.recv()
+        try:
+            commands, refused = receiving.recv()
+        except EOFError:
+            raise BotsEnded(f"the bots' process ended with exit code {process.exitcode} and no tally") from None
         return Tally(commands, Counter(refused))
     finally:
         stopping.set()

@@ -83,6 +83,10 @@ def test_bench_clocks_prints_lateness_for_each_phase() -> None:
     for (phase, timers), voided in zip(rows.items(), voids, strict=True):
         assert int(timers) == 2 * 20 - voided, (phase, ran.stdout)  # a clock start and a flag each, but a void
     assert "pairing took" in ran.stdout
+    assert len(re.findall(r"│\s+[\d.]+ / [\d.]+ ms\s+│\s+[\d.]+ ms \(\d+\)\s+│", ran.stdout)) == 3, ran.stdout  # stalls
+    played = re.search(r"load \(2 bot matches\).*│\s+([\d,]+)\s+│\s+\d+ refused\s+│", ran.stdout)
+    assert played and int(played.group(1).replace(",", "")) > 0, ran.stdout  # the bots' commands came over gRPC
+    assert re.search(r"cyclic garbage: .* found [\d,]+ unreachable objects", ran.stdout), ran.stdout
 
 
 class Passes:
