@@ -212,8 +212,8 @@ def bench_clocks(clocks: int, load: int, swiss: int, window_s: float, seed: int,
 def report(phases: list[Phase], clocks: int, window_s: float, full_pass: tuple[float, int]) -> None:
     table = Table(title=f"tablehall bench clocks: {clocks} Spectacular Bid clocks on one worker, "
                         f"deadlines spread over {window_s:g} s (timer lateness, whole ms)")  # fmt: skip
-    columns = ("phase", "created in", "timers", "p50", "p99", "max", "p99 once created",
-               "loop stall p99 / max", "full GC max", "timer_late voids", "commands/s", "beside")  # fmt: skip
+    columns = ("phase", "created in", "timers", "p50", "p99", "max", "p99 once created", "loop stall p99 / max",
+               "full GC max", "longest wait (CPU in it)", "timer_late voids", "commands/s", "beside")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="right")
     for p in phases:
@@ -225,13 +225,15 @@ def report(phases: list[Phase], clocks: int, window_s: float, full_pass: tuple[f
         table.add_row(
             p.name, f"{p.create_s:.1f} s", str(len(late)), f"{quantile(late, 0.5):.0f} ms",
             f"{quantile(late, 0.99):.0f} ms", f"{max(late, default=float('nan')):.0f} ms",
-            f"{quantile(late[p.created_at :], 0.99):.0f} ms", stalls(p), full_gc(p), str(p.voided_late),
+            f"{quantile(late[p.created_at :], 0.99):.0f} ms", stalls(p), full_gc(p), wait(p), str(p.voided_late),
             f"{p.commands / p.wall_s:,.0f}" if p.commands else "", beside,
         )  # fmt: skip
-    Console(width=220).print(table)
+    Console(width=240).print(table)
     print("loop stall: the event loop's gaps between turns once the clocks were created, in CPU ms of its thread "
           "(what its own work delays a timer by; wall-clock lateness adds the wait for a core). full GC: the longest "
-          "pass of the cyclic collector over the oldest generation (CPU ms; the passes counted).",
+          "pass of the cyclic collector over the oldest generation (CPU ms; the passes counted). longest wait: the "
+          "longest wall-clock gap between two turns, with the CPU the whole process spent in it (little CPU: the "
+          "process waited for a core that other processes held).",
           flush=True)  # fmt: skip
     print(f"cyclic garbage: a full pass over everything after the phases took {full_pass[0]:.0f} ms (CPU) and found "
           f"{full_pass[1]:,} unreachable objects (what the worker's collector setup leaves to an explicit pass)",
@@ -241,6 +243,12 @@ def report(phases: list[Phase], clocks: int, window_s: float, full_pass: tuple[f
 def stalls(phase: Phase) -> str:
     gaps = phase.stalls.gaps_ms[phase.created_beats :]
     return f"{quantile(gaps, 0.99):.1f} / {max(gaps, default=float('nan')):.1f} ms"
+
+
+def wait(phase: Phase) -> str:
+    """The longest wall-clock gap between two turns of the loop once created, and the process's CPU in it."""
+    wall, cpu = max(phase.stalls.waits[phase.created_beats :], default=(float("nan"), float("nan")))
+    return f"{wall:.0f} ms ({cpu:.1f} ms)"
 
 
 def full_gc(phase: Phase) -> str:

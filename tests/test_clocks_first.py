@@ -161,6 +161,7 @@ def test_loop_stalls_covers_a_stretch_without_a_turn_and_times_a_full_pass() -> 
     stalls, spent = asyncio.run(body())
     passes = len(stalls.collections_ms[2])
     assert max(stalls.gaps_ms) >= spent, (max(stalls.gaps_ms), spent)  # the beat after it counts all of it
+    assert max(wall for wall, _ in stalls.waits) >= spent  # and its wall-clock gap holds it
     assert stalls.collections_ms[2] and min(stalls.collections_ms[2]) <= spent
     gc.collect()
     assert len(stalls.collections_ms[2]) == passes, "stopped: it no longer counts the collector's passes"
