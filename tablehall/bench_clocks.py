@@ -9,7 +9,8 @@ histogram's feed), in whole milliseconds (the host's clock). Phases, each with f
 
 - `idle`: the clocks alone;
 - `load` (`--load M`): bots play M matches at a time on the same host, each acting as soon as its view
-  allows (a command through `MatchHost.command`, as the worker's gRPC service calls it);
+  allows, from a process of their own through the worker's gRPC service, as a gateway sends commands
+  (`tablehall.clock_load`);
 - `swiss` (`--swiss P`): a P-player Swiss round 1 is paired the way the director pairs it
   (`gateway.tournaments.pairing`, a process pool) while the clocks run.
 
@@ -19,6 +20,7 @@ A timer later than the tolerance voids its match `timer_late` (SB-11): those are
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import json
 import logging
@@ -36,13 +38,13 @@ from rich.table import Table
 from gateway.tournaments import pairing, rounds
 from gateway.tournaments.rounds import History, Settings
 from protos.tablehall.v1 import host_pb2
-from tablehall.bots import choose
-from tablehall.client import action_message
-from workers import metrics
-from workers.errors import ServiceError
+from tablehall import clock_load
+from tablehall.loop_stalls import LoopStalls
+from workers import metrics, tables
+from workers.clocks_first import clocks_first
 from workers.games.catalog import SPECTACULAR_BID
-from workers.games.errors import RulesError
 from workers.host import MatchHost
+from workers.service import start_worker_server
 from workers.settings import tolerance_ms
 from workers.voids import VoidReason
 
@@ -69,6 +71,9 @@ class Phase:
     wall_s: float = 0.0
     swiss_s: float | None = None
     create_s: float = 0.0
+    stalls: LoopStalls = field(default_factory=LoopStalls)
+    """The loop's gaps between turns (CPU ms); `created_beats` of them came while the clocks were created."""
+    created_beats: int = 0
 
 
 def _token() -> tuple[str, bytes]:
@@ -84,6 +89,8 @@ async def _create_clocks(host: MatchHost, count: int, window_s: float, rng: rand
         now = host.clock()
         requests = []
         for number in range(first, min(count, first + CHUNK)):
+            if number % tables.SLICE == 0:
+                await asyncio.sleep(0)  # the gateway builds these in its own process: here, between timers
             options = {"ready_timeout_s": round(READY_S + rng.uniform(0.0, window_s), 3),
                        "bank_s": max(MIN_BANK_S, window_s), "delay_s": 0}  # fmt: skip
             match_id = f"clock-{secrets.token_hex(6)}-{number}"
@@ -96,45 +103,9 @@ async def _create_clocks(host: MatchHost, count: int, window_s: float, rng: rand
     return ids
 
 
-async def _bot_match(host: MatchHost, rng: random.Random, phase: Phase) -> None:
-    """Both seats of one match played by bots straight through the host, until it is over."""
-    match_id = f"load-{secrets.token_hex(8)}"
-    seats = [_token(), _token()]
-    await host.create(host_pb2.HostCreateRequest(
-        match_id=match_id, game=GAME, players=["A", "B"], token_sha256=[s[1] for s in seats],
-        created_unix_ms=host.clock(),
-    ))  # fmt: skip
-    while True:
-        acted = False
-        for _, digest in seats:
-            update = await host.view(host_pb2.HostViewRequest(match_id=match_id, token_sha256=digest))
-            view = json.loads(update.view_json)
-            if view.get("status", "in_progress") != "in_progress":
-                return
-            action = choose(view, rng, greedy=False)
-            if action is None:
-                continue
-            request = host_pb2.HostCommandRequest(
-                match_id=match_id, token_sha256=digest, action=action_message(action), arrival_unix_ms=host.clock()
-            )
-            try:
-                await host.command(request)
-                phase.commands += 1
-            except (ServiceError, RulesError) as error:
-                phase.refused[getattr(error, "code", type(error).__name__)] += 1
-            acted = True
-        if not acted:
-            await asyncio.sleep(0.01)  # nobody may act (a deal pause): look again shortly
-
-
-async def _load(host: MatchHost, matches: int, rng: random.Random, phase: Phase, stop: asyncio.Event) -> None:
-    async def player() -> None:
-        while not stop.is_set():
-            await _bot_match(host, random.Random(rng.random()), phase)
-
-    async with asyncio.TaskGroup() as group:
-        for _ in range(matches):
-            group.create_task(player())
+async def _load(address: str, matches: int, seed: int, phase: Phase, stop: asyncio.Event) -> None:
+    tally = await clock_load.load(address, matches, seed, stop)
+    phase.commands, phase.refused = tally.commands, tally.refused
 
 
 async def _swiss(players: int, phase: Phase, in_thread: bool) -> None:
@@ -159,16 +130,22 @@ async def _phase(
     tap: Callable[[str, float], None] = lambda game, late_s: phase.late_ms.append(late_s * 1000)  # noqa: E731
     started = time.perf_counter()
     taps.append(tap)
+    phase.stalls.start()
     ids = await _create_clocks(host, clocks, window_s, rng)
     phase.create_s = time.perf_counter() - started
     phase.created_at = len(phase.late_ms)
+    phase.created_beats = len(phase.stalls.gaps_ms)
     stop = asyncio.Event()
     work = asyncio.create_task(beside(phase, stop)) if beside is not None else None
     try:
-        while any(not host.actors[m].match.over for m in ids):
+        running = 0  # the clocks before this one are over (a match once over stays over)
+        while running < len(ids):
+            while running < len(ids) and host.actors[ids[running]].match.over:
+                running += 1
             await asyncio.sleep(0.25)
     finally:
         stop.set()
+        phase.stalls.stop()
         taps.remove(tap)
         if work is not None:
             await work
@@ -177,22 +154,37 @@ async def _phase(
     return phase
 
 
-async def run(clocks: int, load: int, swiss: int, window_s: float, seed: int, in_thread: bool) -> list[Phase]:
+def _full_pass() -> tuple[float, int]:
+    """What one full pass of the cyclic collector over everything (frozen too) takes and finds after the phases:
+    the cyclic garbage the worker's setup (`workers.clocks_first`) leaves to it."""
+    gc.unfreeze()
+    started = time.thread_time_ns()
+    found = gc.collect()
+    return (time.thread_time_ns() - started) / 1e6, found
+
+
+async def run(
+    clocks: int, load: int, swiss: int, window_s: float, seed: int, in_thread: bool
+) -> tuple[list[Phase], tuple[float, int]]:
     rng = random.Random(seed)
     logging.getLogger("tablehall.worker").setLevel(logging.ERROR)  # a void is counted in the table, not logged
+    clocks_first()  # as a worker process is set up
     host = MatchHost(tolerance_ms=tolerance_ms())
     await host.start()
+    server, port = await start_worker_server(host, "127.0.0.1:0")  # the load's bots call it as a gateway would
     try:
         phases = [await _phase(host, "idle", clocks, window_s, rng)]
         if load:
+            address = f"127.0.0.1:{port}"
             phases.append(await _phase(host, f"load ({load} bot matches)", clocks, window_s, rng,
-                                       lambda phase, stop: _load(host, load, rng, phase, stop)))  # fmt: skip
+                                       lambda phase, stop: _load(address, load, seed, phase, stop)))  # fmt: skip
         if swiss:
             where = "a thread" if in_thread else "the pool"
             phases.append(await _phase(host, f"swiss ({swiss} players, {where})", clocks, window_s, rng,
                                        lambda phase, _: _swiss(swiss, phase, in_thread)))  # fmt: skip
-        return phases
+        return phases, _full_pass()
     finally:
+        await server.stop(grace=None)
         host.close()
         pairing.shutdown()
 
@@ -207,18 +199,21 @@ def bench_clocks(clocks: int, load: int, swiss: int, window_s: float, seed: int,
         print("tablehall bench clocks: --clocks ≥ 1, --load ≥ 0, --swiss ≥ 0, --window > 0", flush=True)
         return 2
     try:
-        phases = asyncio.run(run(clocks, load, swiss, window_s, seed, in_thread))
+        phases, full_pass = asyncio.run(run(clocks, load, swiss, window_s, seed, in_thread))
     except KeyboardInterrupt:
         return 130
-    report(phases, clocks, window_s)
+    except clock_load.BotsEnded as error:
+        print(f"tablehall bench clocks: {error}", flush=True)
+        return 1
+    report(phases, clocks, window_s, full_pass)
     return 0
 
 
-def report(phases: list[Phase], clocks: int, window_s: float) -> None:
+def report(phases: list[Phase], clocks: int, window_s: float, full_pass: tuple[float, int]) -> None:
     table = Table(title=f"tablehall bench clocks: {clocks} Spectacular Bid clocks on one worker, "
                         f"deadlines spread over {window_s:g} s (timer lateness, whole ms)")  # fmt: skip
-    columns = ("phase", "created in", "timers", "p50", "p99", "max", "p99 once created", "timer_late voids",
-               "commands/s", "beside")  # fmt: skip
+    columns = ("phase", "created in", "timers", "p50", "p99", "max", "p99 once created", "loop stall p99 / max",
+               "full GC max", "longest wait (CPU in it)", "timer_late voids", "commands/s", "beside")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="right")
     for p in phases:
@@ -230,7 +225,32 @@ def report(phases: list[Phase], clocks: int, window_s: float) -> None:
         table.add_row(
             p.name, f"{p.create_s:.1f} s", str(len(late)), f"{quantile(late, 0.5):.0f} ms",
             f"{quantile(late, 0.99):.0f} ms", f"{max(late, default=float('nan')):.0f} ms",
-            f"{quantile(late[p.created_at :], 0.99):.0f} ms", str(p.voided_late),
+            f"{quantile(late[p.created_at :], 0.99):.0f} ms", stalls(p), full_gc(p), wait(p), str(p.voided_late),
             f"{p.commands / p.wall_s:,.0f}" if p.commands else "", beside,
         )  # fmt: skip
-    Console(width=200).print(table)
+    Console(width=240).print(table)
+    print("loop stall: the event loop's gaps between turns once the clocks were created, in CPU ms of its thread "
+          "(what its own work delays a timer by; wall-clock lateness adds the wait for a core). full GC: the longest "
+          "pass of the cyclic collector over the oldest generation (CPU ms; the passes counted). longest wait: the "
+          "longest wall-clock gap between two turns, with the CPU the whole process spent in it (little CPU: the "
+          "process waited for a core that other processes held).",
+          flush=True)  # fmt: skip
+    print(f"cyclic garbage: a full pass over everything after the phases took {full_pass[0]:.0f} ms (CPU) and found "
+          f"{full_pass[1]:,} unreachable objects (what the worker's collector setup leaves to an explicit pass)",
+          flush=True)  # fmt: skip
+
+
+def stalls(phase: Phase) -> str:
+    gaps = phase.stalls.gaps_ms[phase.created_beats :]
+    return f"{quantile(gaps, 0.99):.1f} / {max(gaps, default=float('nan')):.1f} ms"
+
+
+def wait(phase: Phase) -> str:
+    """The longest wall-clock gap between two turns of the loop once created, and the process's CPU in it."""
+    wall, cpu = max(phase.stalls.waits[phase.created_beats :], default=(float("nan"), float("nan")))
+    return f"{wall:.0f} ms ({cpu:.1f} ms)"
+
+
+def full_gc(phase: Phase) -> str:
+    passes = phase.stalls.collections_ms[2]
+    return f"{max(passes, default=0.0):.1f} ms ({len(passes)})"

@@ -24,6 +24,7 @@ from gateway.web import WebDoor, WebSettings, start_web_door
 from gateway.workers import NoLeases, Router, router_for
 from tablehall.worker_role import configure_logging, default_url, stop_exporter, until_stopped
 from workers import metrics
+from workers.clocks_first import clocks_first
 from workers.host import MatchHost
 from workers.settings import MEMORY, Topology, open_storage, tolerance_ms
 
@@ -154,6 +155,7 @@ async def _workers(
     if topology.workers == 0:
         from ratings.owners import in_process
 
+        clocks_first()  # this process runs the clocks (workers/clocks_first.py)
         storage = await open_storage(database_url)
         hosts: list[MatchHost] = []
         async with embedded_jobs(url, lambda: in_process(hosts)) as jobs:  # rating + sweeps, no broker

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 
 from workers import metrics
+from workers.clocks_first import clocks_first
 from workers.host import MatchHost
 from workers.keeper import LeaseKeeper, LeaseSettings
 from workers.service import MatchHostService, start_worker_server
@@ -59,10 +60,7 @@ async def run_worker(
     if url == MEMORY:
         raise SystemExit("tablehall worker: leases need a shared database (--database-url or "
                          "TABLEHALL_DATABASE_URL); for an in-memory worker give --ordinal K --workers N")  # fmt: skip
-    # Threads take turns on the interpreter every millisecond instead of every 5 ms: the heartbeat thread and
-    # the log's writer thread wait for a busy event loop a few times per call, and a heartbeat later than
-    # its lease lets the worker's leases run out (measured: 100-300 ms heartbeats under load at 5 ms).
-    sys.setswitchinterval(0.001)
+    clocks_first()  # threads hand over every ms, no full GC pass on its own (workers/clocks_first.py)
     storage = await open_storage(url)
     owner = f"worker-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
     matches = MatchHost(
@@ -94,6 +92,7 @@ async def _static_worker(ordinal: int, workers: int | None, host: str, port: int
     topology = Topology.from_env(workers)
     if not 0 <= ordinal < max(1, topology.workers):
         raise SystemExit(f"--ordinal must be from 0 to {topology.workers - 1}")
+    clocks_first()
     storage = await open_storage(url)
     matches = MatchHost(
         storage, ordinal, max(1, topology.workers), tolerance_ms=tolerance_ms(), on_finished=rating_queue(),

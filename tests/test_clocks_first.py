@@ -1,7 +1,9 @@
 """The clocks come first on a worker (issue 16, items 4 and 7): a bulk creation or start of tables gives the
 event loop back every few tables, so the timers of the worker's other matches are not held for the whole
-chunk; the tables it made are frozen out of the cyclic collector's full passes. And `tablehall bench
-clocks` runs at a tiny size and prints its figures (no thresholds: the figures are printed, not judged)."""
+chunk; the tables it made are frozen out of the cyclic collector's full passes, and a clocks process
+(`workers.clocks_first`) never starts a full pass by itself. The bench's loop-stall meter counts a stretch
+without a turn. And `tablehall bench clocks` runs at a tiny size and prints its figures (no thresholds:
+the figures are printed, not judged)."""
 
 from __future__ import annotations
 
@@ -11,11 +13,15 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import subprocess
 import sys
+import time
 
 from protos.tablehall.v1 import host_pb2
+from tablehall.loop_stalls import LoopStalls
 from workers import tables
+from workers.clocks_first import SWITCH_S, clocks_first
 from workers.host import MatchHost
 
 TABLES = 250
@@ -77,3 +83,85 @@ def test_bench_clocks_prints_lateness_for_each_phase() -> None:
     for (phase, timers), voided in zip(rows.items(), voids, strict=True):
         assert int(timers) == 2 * 20 - voided, (phase, ran.stdout)  # a clock start and a flag each, but a void
     assert "pairing took" in ran.stdout
+    assert len(re.findall(r"│\s+[\d.]+ / [\d.]+ ms\s+│\s+[\d.]+ ms \(\d+\)\s+│", ran.stdout)) == 3, ran.stdout  # stalls
+    played = re.search(r"load \(2 bot matches\).*│\s+([\d,]+)\s+│\s+\d+ refused\s+│", ran.stdout)
+    assert played and int(played.group(1).replace(",", "")) > 0, ran.stdout  # the bots' commands came over gRPC
+    assert re.search(r"cyclic garbage: .* found [\d,]+ unreachable objects", ran.stdout), ran.stdout
+
+
+class Passes:
+    """The cyclic collector's passes while counting, by generation."""
+
+    def __init__(self) -> None:
+        self.by_generation = [0, 0, 0]
+
+    def __call__(self, phase: str, about: dict[str, int]) -> None:
+        if phase == "start":
+            self.by_generation[about["generation"]] += 1
+
+
+def passes_creating_matches(count: int) -> Passes:
+    """Create and deal `count` matches one by one on a fresh host (no bulk creation: that freezes what it
+    made), the oldest generation emptied first (frozen) so that a full pass is due as soon as the
+    collector's own rule allows."""
+
+    async def body() -> None:
+        host = MatchHost()
+        await host.start()
+        try:
+            for table in list(requests(host, host.clock()).tables) * (count // TABLES):
+                table.match_id = f"one-{secrets.token_hex(6)}"
+                await host.create(table)
+        finally:
+            host.close()
+
+    gc.freeze()
+    gc.collect()
+    passes = Passes()
+    gc.callbacks.append(passes)
+    try:
+        asyncio.run(body())
+    finally:
+        gc.callbacks.remove(passes)
+    return passes
+
+
+def test_a_clocks_process_runs_young_collections_but_never_a_full_one_by_itself() -> None:
+    saved_threshold, saved_interval = gc.get_threshold(), sys.getswitchinterval()
+    try:
+        gc.set_threshold(700, 10, 10)  # CPython's defaults
+        by_default = passes_creating_matches(16 * TABLES)
+        clocks_first()
+        ours = passes_creating_matches(16 * TABLES)
+        assert sys.getswitchinterval() == SWITCH_S
+    finally:
+        gc.set_threshold(*saved_threshold)
+        sys.setswitchinterval(saved_interval)
+    assert by_default.by_generation[2] > 0, by_default.by_generation  # the same work, set up as CPython is
+    assert ours.by_generation[2] == 0 and ours.by_generation[1] > 0, ours.by_generation
+
+
+def test_loop_stalls_covers_a_stretch_without_a_turn_and_times_a_full_pass() -> None:
+    def stretch() -> float:
+        """Work that holds the loop (no await), as long as it takes: its own CPU time, in ms."""
+        started = time.thread_time_ns()
+        sum(n * n for n in range(300_000))
+        gc.collect()
+        return (time.thread_time_ns() - started) / 1e6
+
+    async def body() -> tuple[LoopStalls, float]:
+        stalls = LoopStalls()
+        stalls.start()
+        spent = stretch()
+        while not stalls.gaps_ms:
+            await asyncio.sleep(0)  # the loop turns: its first beat, due during the stretch, counts it
+        stalls.stop()
+        return stalls, spent
+
+    stalls, spent = asyncio.run(body())
+    passes = len(stalls.collections_ms[2])
+    assert max(stalls.gaps_ms) >= spent, (max(stalls.gaps_ms), spent)  # the beat after it counts all of it
+    assert max(wall for wall, _ in stalls.waits) >= spent  # and its wall-clock gap holds it
+    assert stalls.collections_ms[2] and min(stalls.collections_ms[2]) <= spent
+    gc.collect()
+    assert len(stalls.collections_ms[2]) == passes, "stopped: it no longer counts the collector's passes"
