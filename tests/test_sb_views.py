@@ -37,3 +37,13 @@ def test_a_spectator_sees_only_public_information() -> None:
     text = json.dumps(public)
     hidden = [Tile.parse(t) for t in H1_DEFAULT.split()]
     assert all(f'"{t.high}-{t.low}"' not in text and f'"{t.low}-{t.high}"' not in text for t in hidden)
+
+
+def test_a_changes_views_share_one_layout_view_and_a_new_layout_gets_its_own() -> None:
+    state = act(started(H0_DEFAULT, H1_DEFAULT, at=0), 0, "play", tile="5-5", t=1)
+    seats = [GAME.view(state, Seat(0)), GAME.view(state, Seat(1)), GAME.view(state, None)]
+    assert seats[0].layout is seats[1].layout is seats[2].layout
+    later = act(state, 1, "play", tile="5-3", end="W", t=2)
+    moved = GAME.view(later, Seat(0)).layout
+    assert moved is not seats[0].layout
+    assert moved.lines[0] == ("W", ("5-3",)) and seats[0].layout.lines[0] == ("W", ())

@@ -23,10 +23,26 @@ class LayoutView:
 
     @staticmethod
     def of(layout: Layout) -> LayoutView:
+        """The layout as every seat and spectator sees it: built once per layout, however many views of
+        the same change ask (each seat's and the spectators'), from the last few layouts seen."""
+        seen = _SEEN.get(id(layout))
+        if seen is not None and seen[0] is layout:
+            return seen[1]
+        shown = LayoutView._built(layout)
+        if len(_SEEN) >= _SEEN_MAX:
+            del _SEEN[next(iter(_SEEN))]
+        _SEEN[id(layout)] = (layout, shown)
+        return shown
+
+    @staticmethod
+    def _built(layout: Layout) -> LayoutView:
         lead = layout.placements[0] if layout.placements else None
+        lines: dict[End | None, list[str]] = {end: [] for end in End}
+        for placed in layout.placements:  # one walk, each tile to its end's line (`Layout.line`'s order)
+            lines.setdefault(placed.end, []).append(str(placed))
         return LayoutView(
             str(lead) if lead is not None else None,
-            tuple((end.value, tuple(str(p) for p in layout.line(end))) for end in End),
+            tuple((end.value, tuple(lines[end])) for end in End),
             layout.spinner,
             tuple((end.value, pip) for end, pip in layout.open_ends()),
             layout.count() if lead is not None else 0,
@@ -40,6 +56,12 @@ class LayoutView:
             "open_ends": dict(self.open_ends),
             "count": self.count,
         }
+
+
+_SEEN_MAX = 256
+_SEEN: dict[int, tuple[Layout, LayoutView]] = {}
+"""The views of the layouts seen last, by identity (each entry holds its layout, so an id is never reused
+while it is here): a change's views for each seat and its spectators share one."""
 
 
 @dataclass(frozen=True, slots=True)
