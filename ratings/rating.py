@@ -204,7 +204,7 @@ def apply(engine: Engine, found: Finished, now: int | None = None) -> Rated:
 
 def backlog(engine: Engine, limit: int = 500, now: int | None = None) -> list[str]:
     """Finished matches without an applied-marker (their task was lost, never sent, or they were held) that
-    may be rated at `now`, in end order: rate them. No two of them share a player."""
+    may be rated at `now`, in end order: rate them. No two of them share a player (within holds.ORDER_WINDOW_MS)."""
     at = now_ms() if now is None else now
     t, done = m.matches, r.rated_matches
     query = (

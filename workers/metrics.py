@@ -89,7 +89,7 @@ FAULTS = Counter(
 )
 RATED = Counter(
     "tablehall_rating_updates_total",
-    "Rating task outcomes by result: rated, skipped, already, not_finished, voided, unknown.",
+    "Rating task outcomes by result: rated, skipped, held, already, not_finished, voided, unknown.",
     ["result"],
 )
 RATING_LAG = Histogram(
