@@ -4,7 +4,8 @@ process pool) on an injected clock, `GetRatingHistory`, `GetRating` and `GetLead
 rating change only once its recorded end is as old as the spectator delay (checked on the response bytes);
 a player's casual match that ended after it waits with it, and both are then rated in end order, so the
 ratings are those of rating each match as it ended. Without a delay the table is rated at once. A restart
-between the end and the reveal loses nothing: the next service's backlog rates it."""
+between the end and the reveal loses nothing: the next service's backlog rates it. A real Celery worker
+holds the table and rates it at its reveal, never before."""
 
 from __future__ import annotations
 
@@ -15,17 +16,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from celery import Celery
+from prometheus_client import REGISTRY
 from sqlalchemy import select
 
 from gateway.tournaments import schema
 from protos.tablehall.v1 import host_pb2, matches_pb2, tournaments_pb2
+from ratings import models as r
 from ratings import rating
 from ratings.embedded import EmbeddedJobs
 from tests.storage_backends import postgres_database
 from tests.test_ratings_db import new_id, token
+from tests.test_ratings_jobs import REDIS, emptied, spawn, stop, wait_for
 from tests.test_tournament_delayed_results import Clock, a_tournament_table_ends, ended_round_one, round_one
 from tests.tournament_hall import Hall, run_hall
 from workers import offload
+from workers.sql.migrate import engine_for
 
 GAME = "spectacular-bid"
 DELAY_S = 60
@@ -93,6 +99,13 @@ async def nothing_shown(hall: Hall, players: tuple[str, ...], match_ids: list[st
     assert all(r.games == 0 and r.mu == rating.DEFAULT_MU for r in ratings)
 
 
+def lags() -> tuple[float, float]:
+    """This process's rating-lag histogram for the game: (count, sum of seconds)."""
+    labels = {"game": GAME}
+    count = REGISTRY.get_sample_value("tablehall_rating_lag_seconds_count", labels) or 0.0
+    return count, REGISTRY.get_sample_value("tablehall_rating_lag_seconds_sum", labels) or 0.0
+
+
 def sequence(table_ranks: list[int]) -> dict[str, tuple[float, float]]:
     """openskill's ratings after the table (seats `a`, `b`), then `a` beating the outsider."""
     d0 = rating.DEFAULT_MU, rating.DEFAULT_SIGMA
@@ -122,7 +135,10 @@ def test_a_delayed_tables_rating_is_shown_only_with_its_result(backend: str, tmp
 
         clock.now = reveal
         assert rating.backlog(hall.engine, now=clock.now) == [table], "the casual match is due after the table"
+        lag_before = lags()
         await jobs.tick()
+        # the lag counts from when each could first be rated (the reveal; the table's rating), not the end
+        assert lags() == (lag_before[0] + 2, lag_before[1]), "rated at once when due: no lag"
         board, histories, ratings = await reads(hall, everyone)
         first, second, outsider = histories
         changes = {c.match_id: c for c in first.changes}  # rated at one instant: the history's order is the id's
@@ -196,3 +212,44 @@ def test_a_restart_between_the_end_and_the_reveal_still_rates_the_table(tmp_path
         run_hall(tmp_path, after_restart, timeout=120, url=url, clock=clock, organizer="Arbiter again")
     finally:
         offload.shutdown()
+
+
+@pytest.fixture
+def broker() -> Iterator[str]:
+    """The Celery tests' own Redis database, empty before and after."""
+    yield from emptied(REDIS)
+
+
+def test_a_celery_worker_rates_a_held_table_when_its_result_is_shown(broker: str, tmp_path: Path) -> None:
+    """The task finds the table held and sends itself again for end + delay (no beat runs here, so no backlog):
+    it is rated then, never before."""
+    delay_s = 5
+    with postgres_database() as url:
+        log = tmp_path / "worker.log"
+        worker = spawn(["-m", "celery", "-A", "ratings", "worker", "-c", "1", "-l", "INFO", "-n", "held@%h",
+                        "--without-mingle", "--without-gossip"],
+                       {"TABLEHALL_REDIS_URL": broker, "TABLEHALL_DATABASE_URL": url}, log)  # fmt: skip
+        client = Celery(broker=broker)
+
+        def results(match_id: str) -> list[str]:
+            return [ln.rsplit(": ", 1)[1] for ln in log.read_text().splitlines() if f"match {match_id}: " in ln]
+
+        try:
+            client.send_task("ratings.rate", args=["0000000000000000"])  # the worker is up once it answers
+            wait_for(lambda: results("0000000000000000") == ["unknown"], 120, "the worker to start")
+
+            async def body(hall: Hall) -> tuple[str, int]:
+                tid, _, table = await a_tournament_table_ends(hall, delay_s)
+                await recorded(hall, tid)
+                client.send_task("ratings.rate", args=[table])  # as the worker process does when it ends
+                return table, shown_from(hall, table, delay_s)
+
+            table, reveal = run_hall(tmp_path, body, timeout=120, url=url)
+            wait_for(lambda: "rated" in results(table), 120, "the held table to be rated")
+            assert set(results(table)[:-1]) <= {"held"} and results(table)[-1] == "rated", results(table)
+            done = r.rated_matches
+            with engine_for(url).connect() as conn:
+                rated_at = conn.execute(select(done.c.rated_unix_ms).where(done.c.match_id == table)).scalar_one()
+            assert rated_at >= reveal, "rated before its result was shown"
+        finally:
+            stop(worker)

@@ -94,7 +94,8 @@ RATED = Counter(
 )
 RATING_LAG = Histogram(
     "tablehall_rating_lag_seconds",
-    "From a match's end (its last log write) to its ratings being committed.",
+    "From when a match could first be rated (its end, a delayed table's result made public, its players' "
+    "previous rating) to its ratings being committed.",
     ["game"],
     buckets=LAG,
 )
