@@ -62,7 +62,8 @@ app.conf.update(
 )
 def rate(match_id: str) -> str:
     """Rate one finished match (exactly once, however often this runs). A table held by its tournament's
-    spectator delay is sent again for when its result is shown (the backlog would find it too)."""
+    spectator delay is sent again for when its result is shown (or, its end not recorded yet, for now + the
+    delay); the backlog would find it too."""
     rated = rating.rate(engine_for(database_url()), match_id)
     if rated.until_unix_ms is not None:
         rate.apply_async((match_id,), countdown=max(0.0, (rated.until_unix_ms - rating.now_ms()) / 1000))

@@ -42,7 +42,8 @@ class Hold:
     reason: str
     """`delayed`: the public may not see its result yet; `behind`: an earlier match of its players is unrated."""
     until_unix_ms: int | None = None
-    """When a `delayed` table's result is shown (None while its end is not recorded, or for `behind`)."""
+    """When to try a `delayed` table again: when its result is shown, or while its end is not recorded yet
+    `now` + the delay (its end is past, so its result is shown no later, once recorded). None for `behind`."""
 
 
 def _delays() -> Any:
@@ -86,12 +87,21 @@ def behind(match_id: Any, updated_unix_ms: Any, now: int) -> Any:
     )
 
 
+def _delay(conn: Connection, match_id: str) -> tuple[int, int | None] | None:
+    """A delayed tournament's table: (its delay, its recorded end or None); None for any other match."""
+    d = _delays().subquery()
+    found = rows(conn, select(d.c.spectator_delay_ms, d.c.ended_unix_ms).where(d.c.match_id == match_id))
+    if not found:
+        return None
+    delay, end = found[0]
+    return int(delay), None if end is None else int(end)
+
+
 def shown_from(conn: Connection, match_id: str) -> int | None:
     """When the public sees the result of a delayed tournament's table (None: not such a table, or its end
     is not recorded yet)."""
-    d = _delays().subquery()
-    found = rows(conn, select(d.c.ended_unix_ms + d.c.spectator_delay_ms).where(d.c.match_id == match_id))
-    return None if not found or found[0][0] is None else int(found[0][0])
+    found = _delay(conn, match_id)
+    return None if found is None or found[1] is None else found[1] + found[0]
 
 
 def hold(conn: Connection, match_id: str, now: int) -> Hold | None:
@@ -103,7 +113,8 @@ def hold(conn: Connection, match_id: str, now: int) -> Hold | None:
         return None
     is_delayed, is_behind = found[0]
     if is_delayed:
-        return Hold("delayed", shown_from(conn, match_id))
+        delay, end = _delay(conn, match_id) or (0, None)
+        return Hold("delayed", now + delay if end is None else end + delay)
     return Hold("behind") if is_behind else None
 
 

@@ -97,7 +97,7 @@ class Rated:
     game: str = ""
     lag_s: float | None = None
     until_unix_ms: int | None = None
-    """For `held` by a tournament's spectator delay: when its result is shown (and the match may be rated)."""
+    """For `held` by a tournament's spectator delay: when to try again (ratings/holds.py `Hold`)."""
 
 
 def rate_match(engine: Engine, match_id: str, now: int | None = None) -> str:

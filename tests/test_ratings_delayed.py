@@ -240,8 +240,8 @@ def test_a_celery_worker_rates_a_held_table_when_its_result_is_shown(broker: str
 
             async def body(hall: Hall) -> tuple[str, int]:
                 tid, _, table = await a_tournament_table_ends(hall, delay_s)
-                await recorded(hall, tid)
                 client.send_task("ratings.rate", args=[table])  # as the worker process does when it ends
+                await recorded(hall, tid)  # the director records the end (before or after the task runs)
                 return table, shown_from(hall, table, delay_s)
 
             table, reveal = run_hall(tmp_path, body, timeout=120, url=url)
