@@ -61,10 +61,14 @@ app.conf.update(
     name="ratings.rate", autoretry_for=(OperationalError,), retry_backoff=True, max_retries=10, acks_late=True
 )
 def rate(match_id: str) -> str:
-    """Rate one finished match (exactly once, however often this runs)."""
-    result = rating.rate_match(engine_for(database_url()), match_id)
-    log.info("match %s: %s", match_id, result)
-    return result
+    """Rate one finished match (exactly once, however often this runs). A table held by its tournament's
+    spectator delay is sent again for when its result is shown (or, its end not recorded yet, for now + the
+    delay); the backlog would find it too."""
+    rated = rating.rate(engine_for(database_url()), match_id)
+    if rated.until_unix_ms is not None:
+        rate.apply_async((match_id,), countdown=max(0.0, (rated.until_unix_ms - rating.now_ms()) / 1000))
+    log.info("match %s: %s", match_id, rated.result)
+    return rating.observe(rated)
 
 
 @app.task(name="ratings.sweep")  # type: ignore[untyped-decorator]

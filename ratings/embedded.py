@@ -18,9 +18,22 @@ from workers import offload
 log = logging.getLogger("tablehall.ratings")
 
 
+BACKLOG = 500
+"""Matches rated per backlog read."""
+PROGRESS = frozenset({"rated", "skipped"})
+
+
 class EmbeddedJobs:
-    def __init__(self, engine: Engine, settle: Settle | None, sweep_s: float | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        settle: Settle | None,
+        sweep_s: float | None = None,
+        clock: Callable[[], int] = rating.now_ms,
+    ) -> None:
         self.engine = engine
+        self.clock = clock
+        """Unix ms: what a tournament table's spectator delay is counted against."""
         self.settle = settle
         """None: another process owns the matches' sweeps (they still are rated from here)."""
         self.sweep_s = settings.sweep_s() if sweep_s is None else sweep_s
@@ -34,24 +47,30 @@ class EmbeddedJobs:
         task.add_done_callback(self.tasks.discard)
 
     async def rate(self, match_id: str) -> str:
+        """Rate one match now, or leave it `held` (ratings/holds.py) for a later beat's backlog."""
         try:
+            now = self.clock()
             if self.engine.url.database in (None, "", ":memory:"):  # private to this process: rate it here
-                return await asyncio.to_thread(rating.rate_match, self.engine, match_id)
+                return await asyncio.to_thread(rating.rate_match, self.engine, match_id, now)
             url = self.engine.url.render_as_string(hide_password=False)
-            return rating.observe(await offload.run("ratings", rating.rate_by_url, url, match_id))
+            return rating.observe(await offload.run("ratings", rating.rate_by_url, url, match_id, now))
         except Exception:
             log.exception("match %s: rating failed (the backlog retries it)", match_id)
             return "failed"
 
     async def tick(self) -> None:
-        """One beat: the sweep, then the finished matches still unrated."""
+        """One beat: the sweep, then the finished matches due and still unrated, again while that rates some
+        (a player's next match is due once the one before it is rated)."""
         if self.settle is not None:
             report = await sweep_once(self.engine, self.settle)
             self.sweeps += 1
             if report.found:
                 log.info("sweep: %s", report.to_json())
-        for match_id in await asyncio.to_thread(rating.backlog, self.engine):
-            await self.rate(match_id)
+        while True:
+            due = await asyncio.to_thread(rating.backlog, self.engine, BACKLOG, self.clock())
+            results = [await self.rate(match_id) for match_id in due]
+            if not PROGRESS.intersection(results):
+                return
 
     async def run(self) -> None:
         while True:

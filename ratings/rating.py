@@ -23,6 +23,7 @@ from typing import Any
 from openskill.models import PlackettLuce
 from sqlalchemy import Connection, Engine, func, select
 
+from ratings import holds
 from ratings import models as r
 from workers import metrics
 from workers.sql import models as m
@@ -95,19 +96,22 @@ class Rated:
     result: str
     game: str = ""
     lag_s: float | None = None
+    until_unix_ms: int | None = None
+    """For `held` by a tournament's spectator delay: when to try again (ratings/holds.py `Hold`)."""
 
 
-def rate_match(engine: Engine, match_id: str) -> str:
+def rate_match(engine: Engine, match_id: str, now: int | None = None) -> str:
     """Rate one match once: `rated`, `already` (a marker exists), `skipped` (finished, nothing to rate:
-    marked so), `not_finished`, `voided` or `unknown`. Safe to call any number of times, concurrently."""
-    return observe(_rate_match(engine, match_id))
+    marked so), `held` (not yet: ratings/holds.py; the backlog rates it when due), `not_finished`, `voided`
+    or `unknown`. Safe to call any number of times, concurrently."""
+    return observe(rate(engine, match_id, now))
 
 
-def rate_by_url(url: str, match_id: str) -> Rated:
-    """`rate_match` for a process pool (embedded mode): opens the database by its URL, records no metric."""
+def rate_by_url(url: str, match_id: str, now: int | None = None) -> Rated:
+    """`rate` for a process pool (embedded mode): opens the database by its URL, records no metric."""
     from workers.sql.migrate import engine_for
 
-    return _rate_match(engine_for(url), match_id)
+    return rate(engine_for(url), match_id, now)
 
 
 def observe(rated: Rated) -> str:
@@ -118,7 +122,9 @@ def observe(rated: Rated) -> str:
     return rated.result
 
 
-def _rate_match(engine: Engine, match_id: str) -> Rated:
+def rate(engine: Engine, match_id: str, now: int | None = None) -> Rated:
+    """Rate one match once, at `now` (the clock's reading when None), recording no metric."""
+    at = now_ms() if now is None else now
     with _read_only(engine) as conn, conn.begin():
         done = conn.execute(select(r.rated_matches.c.match_id).where(r.rated_matches.c.match_id == match_id))
         if done.first() is not None:
@@ -130,12 +136,17 @@ def _rate_match(engine: Engine, match_id: str) -> Rated:
             return Rated("not_finished")
         if status != "finished":
             return Rated("voided")
+        held = holds.hold(conn, match_id, at)
+        if held is not None:
+            return Rated("held", until_unix_ms=held.until_unix_ms)
         found = load(conn, match_id)
-    return apply(engine, found)
+    return apply(engine, found, at)
 
 
-def apply(engine: Engine, found: Finished) -> Rated:
-    now = now_ms()
+def apply(engine: Engine, found: Finished, now: int | None = None) -> Rated:
+    """Apply a finished match's ranks (the marker first: at most once). The lag is counted from when it could
+    first be rated: its end, its result shown to the public, or its players' previous rating, the latest."""
+    now = now_ms() if now is None else now
     with engine.connect() as conn, conn.begin():
         marker = upsert(conn, r.rated_matches).values(
             match_id=found.match_id, game=found.game, result="rated" if found.ranks else "skipped", rated_unix_ms=now
@@ -152,6 +163,9 @@ def apply(engine: Engine, found: Finished) -> Rated:
             }
             for pid in ids
         ]
+        ready_ms = max(
+            found.ended_unix_ms, holds.shown_from(conn, found.match_id) or 0, holds.last_rated_ms(conn, found.game, ids)
+        )
         conn.execute(upsert(conn, r.ratings).on_conflict_do_nothing(), fresh_rows)
         t = r.ratings
         query = (
@@ -184,16 +198,24 @@ def apply(engine: Engine, found: Finished) -> Rated:
                 for seat, pid in enumerate(found.player_ids)
             ],
         )
-    lag_s = max(0, now_ms() - found.ended_unix_ms) / 1000 if found.ended_unix_ms else None
+    lag_s = max(0, now - ready_ms) / 1000 if ready_ms else None
     return Rated("rated", found.game, lag_s)
 
 
-def backlog(engine: Engine, limit: int = 500) -> list[str]:
-    """Finished matches without an applied-marker (their task was lost, or never sent): rate them."""
+def backlog(engine: Engine, limit: int = 500, now: int | None = None) -> list[str]:
+    """Finished matches without an applied-marker (their task was lost, never sent, or they were held) that
+    may be rated at `now`, in end order: rate them. No two of them share a player (within holds.ORDER_WINDOW_MS)."""
+    at = now_ms() if now is None else now
     t, done = m.matches, r.rated_matches
     query = (
         select(t.c.id)
-        .where(t.c.status == "finished", ~select(done.c.match_id).where(done.c.match_id == t.c.id).exists())
+        .where(
+            t.c.status == "finished",
+            ~select(done.c.match_id).where(done.c.match_id == t.c.id).exists(),
+            ~holds.delayed(t.c.id, at),
+            ~holds.behind(t.c.id, t.c.updated_unix_ms, at),
+        )
+        .order_by(t.c.updated_unix_ms, t.c.id)
         .limit(limit)
     )
     with _read_only(engine) as conn, conn.begin():

@@ -84,6 +84,7 @@ async def open_hall(
     clock: Callable[[], int] = unix_ms,
     remote_workers: tuple[str, ...] = (),
     jobs: bool = True,
+    organizer: str = "Arbiter",
 ) -> AsyncIterator[Hall]:
     storage = await SqlStorage.open(url)
     ended = EndedTables()
@@ -93,7 +94,7 @@ async def open_hall(
     router = Router([host, *remote])
     os.environ["TABLEHALL_DATABASE_URL"] = url  # the gateway's Tournaments service reads it
     engine = await asyncio.to_thread(engine_for, url)
-    key = await asyncio.to_thread(create_organizer, engine, "Arbiter")
+    key = await asyncio.to_thread(create_organizer, engine, organizer)
     spectators = Spectators(clock, TournamentDelays())
     gateway = await start_gateway(router, "127.0.0.1", 0, public_servicers(router, clock=clock, spectators=spectators))
     try:

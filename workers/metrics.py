@@ -108,12 +108,13 @@ FAULTS = Counter(
 )
 RATED = Counter(
     "tablehall_rating_updates_total",
-    "Rating task outcomes by result: rated, skipped, already, not_finished, voided, unknown.",
+    "Rating task outcomes by result: rated, skipped, held, already, not_finished, voided, unknown.",
     ["result"],
 )
 RATING_LAG = Histogram(
     "tablehall_rating_lag_seconds",
-    "From a match's end (its last log write) to its ratings being committed.",
+    "From when a match could first be rated (its end, a delayed table's result made public, its players' "
+    "previous rating) to its ratings being committed.",
     ["game"],
     buckets=LAG,
 )
