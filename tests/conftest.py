@@ -23,7 +23,16 @@ each other: under pytest-xdist (`-n 2 --dist loadgroup`) they run one after anot
 the other worker takes the rest of the suite."""
 
 
+ONE_REDIS_DATABASE = frozenset(
+    {"test_ratings_jobs.py", "test_ratings_delayed.py", "test_tournament_celery.py", "test_metrics_celery.py"}
+)
+"""Test files whose tests share a Redis database of the file's own (each test empties it before and after):
+their tests run one after another on one worker, never beside each other."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in ONE_AT_A_TIME:
             item.add_marker(pytest.mark.xdist_group("one_at_a_time"))
+        elif item.path.name in ONE_REDIS_DATABASE:
+            item.add_marker(pytest.mark.xdist_group(f"redis:{item.path.name}"))

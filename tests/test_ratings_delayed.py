@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from ratings import rating
 from ratings.embedded import EmbeddedJobs
 from tests.storage_backends import postgres_database
 from tests.test_ratings_db import new_id, token
-from tests.test_ratings_jobs import REDIS, emptied, spawn, stop, wait_for
+from tests.test_ratings_jobs import emptied, spawn, stop, wait_for
 from tests.test_tournament_delayed_results import Clock, a_tournament_table_ends, ended_round_one, round_one
 from tests.tournament_hall import Hall, run_hall
 from workers import offload
@@ -214,9 +215,14 @@ def test_a_restart_between_the_end_and_the_reveal_still_rates_the_table(tmp_path
         offload.shutdown()
 
 
+REDIS = os.environ.get("TABLEHALL_TEST_DELAYED_REDIS_URL", "redis://127.0.0.1:6379/11")
+"""A Redis database of this file's own: under pytest-xdist the other Celery tests run beside it, and each
+empties its database before and after."""
+
+
 @pytest.fixture
 def broker() -> Iterator[str]:
-    """The Celery tests' own Redis database, empty before and after."""
+    """This file's own Redis database, empty before and after."""
     yield from emptied(REDIS)
 
 
