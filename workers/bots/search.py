@@ -21,7 +21,7 @@ from workers.bots.worlds import Move, State, Worlds
 from workers.games.catalog import FIVE_OH_ONE
 from workers.games.engine import Seat
 from workers.games.five_oh_one.actions import Declare
-from workers.games.five_oh_one.state import Contract
+from workers.games.five_oh_one.state import Bidding, Contract
 
 EXPLORATION = 0.3
 """UCB's exploration constant, for rewards in [0, 1]."""
@@ -31,10 +31,13 @@ own decisions only (its information set's action history). True: every seat's mo
 UCB for that seat's reward (plain SO-ISMCTS). The bench measures the first stronger against greedy play."""
 SURE = 1.0
 """How many standard errors the search's best move must beat the greedy move by to be played instead."""
-SEARCH_501_BIDS = False
-"""False: a 501♠ seat bids greedily and searches only the declaration and the card play (the bids' worlds
-are guesses at three hidden hands and a talon; with the few iterations per move the bench measured the
-search's bids no better than greedy's)."""
+SEARCH_501_BIDS = True
+"""True: a 501♠ seat searches its bids too, flat (`BID_DEPTH`); False: it bids greedily and searches only the
+declaration and the card play."""
+BID_DEPTH = 1
+"""How many of its own moves deep a 501♠ bid's tree grows: 1 is flat Monte Carlo over pass and the bids, each
+played out greedily (a deeper tree spreads a few dozen iterations over declarations, abandon among them,
+and the bench measured its bids worse than greedy's)."""
 TREE_SHARE = 0.5
 """A 501♠ declaration spends this share of its budget on the tree (abandon, or which trump at the bid)
 and the rest on the target (`FiveWorlds.targeted`: greedy declares at the bid, however strong the hand)."""
@@ -84,7 +87,8 @@ def search(view: View, rng: random.Random, budget: Budget) -> Action | None:
         return roots[0][1] if roots else choose(view, rng, greedy=True)
     declaring = isinstance(worlds, FiveWorlds) and isinstance(worlds.shown.hand, Contract)
     tree = budget.share(TREE_SHARE) if declaring else budget
-    root = ismcts(worlds, [move for move, _ in roots], rng, tree)
+    bidding = isinstance(worlds, FiveWorlds) and isinstance(worlds.shown.hand, Bidding)
+    root = ismcts(worlds, [move for move, _ in roots], rng, tree, BID_DEPTH if bidding else None)
     best = max(roots, key=lambda r: root.children[r[0]].visits if r[0] in root.children else -1)
     greedy = choose(view, random.Random(0), greedy=True)
     anchor = next((r for r in roots if r[1] == greedy and r[0] in root.children), None)
