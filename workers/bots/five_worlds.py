@@ -5,7 +5,8 @@ it, the calls, the contract, marriages and everyone's card count. A world deals 
 other hands (and, during the bidding, the talon), respecting the voids the play revealed (a player who did
 not follow suit holds none of it, nor trumps if they did not trump either). Choices: the talon's cards
 still unplayed go to the declarer first (they usually keep them; the view never says which two were
-given); a declarer's bot forgets which cards it gave. No clock in a world."""
+given); a declarer's bot forgets which cards it gave; what a bid or pass says about a hand is not used. No
+clock in a world. A declaration's target comes from the declarer's points in worlds played out (`targeted`)."""
 
 from __future__ import annotations
 
