@@ -128,7 +128,7 @@ def test_the_target_is_what_the_sampled_points_make_best_with_one_more_short() -
     assert best_target([130, 125, 140, 128], 70) == 125  # made in all four (one more short: 125 · 3)
     assert best_target([130, 60, 140, 50], 70) == 70  # short in two of four: as little as allowed
     assert best_target([], 90) == 90
-    assert best_target([230, 230, 230], 200) == 200  # nothing above 220 (F-3)... and 230 is not a target
+    assert best_target([230, 230, 230], 200) == 200  # no target above 220 (F-3): 230 is not one
     assert best_target([100, 100, 100, 100, 100, 100, 100, 100, 40, 40], 66) == 100  # 100 · 5 > 66 · 5
 
 
