@@ -22,12 +22,12 @@ from tablehall.selfplay import self_play
 from tests.test_bots import serve
 from workers.bots import Budget, Level, choose, decide
 from workers.bots.budget import move_budget
-from workers.bots.five_worlds import FiveWorlds
+from workers.bots.five_worlds import FiveWorlds, best_target
 from workers.bots.sb_worlds import SbWorlds
 from workers.bots.search import ismcts
 from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, games
 from workers.games.engine import Seat
-from workers.games.five_oh_one.state import Bidding
+from workers.games.five_oh_one.state import Bidding, Contract
 from workers.games.values import evolve
 
 ITERATIONS = 25
@@ -122,6 +122,35 @@ def test_a_search_runs_exactly_its_iterations_and_stops_on_an_injected_clock() -
         clock = itertools.count().__next__  # each reading one second later
         timed = ismcts(worlds, moves, random.Random(1), Budget(iterations=None, seconds=5, clock=clock))
         assert sum(child.visits for child in timed.children.values()) == 4  # read at 0 (start), 1..4 go, 5 stops
+
+
+def test_the_target_is_what_the_sampled_points_make_best_with_one_more_short() -> None:
+    assert best_target([130, 125, 140, 128], 70) == 125  # made in all four (one more short: 125 · 3)
+    assert best_target([130, 60, 140, 50], 70) == 70  # short in two of four: as little as allowed
+    assert best_target([], 90) == 90
+    assert best_target([230, 230, 230], 200) == 200  # no target above 220 (F-3): 230 is not one
+    assert best_target([100, 100, 100, 100, 100, 100, 100, 100, 40, 40], 66) == 100  # 100 · 5 > 66 · 5
+
+
+def test_a_declaration_raises_its_target_on_a_strong_hand_within_its_budget() -> None:
+    """Greedy declares at the bid; the search plays out its chosen declaration to set the target."""
+    game = games()[FIVE_OH_ONE]
+    turns = self_play(game, ["0", "1", "2"], random.Random(11), options=SHORT[FIVE_OH_ONE], greedy=[True] * 3)
+    found = [t.match.state for t in turns if isinstance(t.match.state.hand, Contract)]
+    assert found
+    raised = 0
+    for state in found[:6]:
+        seat = state.hand.declarer
+        view = game.view(state, seat).to_json()
+        action = decide(view, Level.SEARCH, random.Random(3), Budget(iterations=40))
+        assert action is not None and action["do"] == "declare"
+        assert state.hand.bid <= action["target"] <= 220
+        game.apply(state, seat, game.parse_action(action), state_now(game, state))  # raises if illegal
+        raised += action["target"] > state.hand.bid
+        clock = itertools.count().__next__  # one second a reading: the whole decision reads it 7 + 2 times
+        timed = decide(view, Level.SEARCH, random.Random(3), Budget(iterations=None, seconds=6, clock=clock))
+        assert timed is not None and timed["do"] in ("declare", "abandon")
+    assert raised > 0
 
 
 def test_a_move_budget_never_spends_more_than_a_tenth_of_the_time_left() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,17 @@ class Budget:
     def deadline(self) -> float | None:
         """The instant of `clock` at which the search stops, None without a time limit."""
         return None if self.seconds is None else self.clock() + self.seconds
+
+    def share(self, part: float) -> Budget:
+        """The `part` (0..1) of this budget, on the same clock: for a decision spent in two steps."""
+        iterations = None if self.iterations is None else max(1, math.ceil(self.iterations * part))
+        return Budget(iterations, None if self.seconds is None else self.seconds * part, self.clock)
+
+    def spent(self, done: int, deadline: float | None) -> bool:
+        """True once `done` iterations reach the count or the clock reaches `deadline` (from `deadline()`)."""
+        return (self.iterations is not None and done >= self.iterations) or (
+            deadline is not None and self.clock() >= deadline
+        )
 
 
 SAFE_SHARE = 0.1

@@ -5,19 +5,21 @@ it, the calls, the contract, marriages and everyone's card count. A world deals 
 other hands (and, during the bidding, the talon), respecting the voids the play revealed (a player who did
 not follow suit holds none of it, nor trumps if they did not trump either). Choices: the talon's cards
 still unplayed go to the declarer first (they usually keep them; the view never says which two were
-given); a declarer's bot forgets which cards it gave. No clock in a world."""
+given); a declarer's bot forgets which cards it gave; what a bid or pass says about a hand is not used. No
+clock in a world. A declaration's target comes from the declarer's points in worlds played out (`targeted`)."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from workers.bots.budget import Budget
 from workers.bots.policy import choose, declaration
 from workers.bots.worlds import Move
 from workers.games.engine import Millis, Seat
-from workers.games.five_oh_one.actions import ABANDON, LOOK, PASS, TRUMPS, Bid, Declare, Play, parse_action
+from workers.games.five_oh_one.actions import ABANDON, LOOK, MAX_BID, PASS, TRUMPS, Bid, Declare, Play, parse_action
 from workers.games.five_oh_one.cards import DECK, Card, Suit, codes, parse
 from workers.games.five_oh_one.legal import lowest_bid
 from workers.games.five_oh_one.rules import apply
@@ -129,6 +131,18 @@ class FiveWorlds:
         assert chosen is not None
         return parse_action(chosen)
 
+    def targeted(self, declare: Declare, rng: random.Random, budget: Budget) -> Declare:
+        """`declare` with the target raised to what its hand is expected to make: the declarer's points
+        (cards and marriages) in worlds played out by the greedy policy, within `budget`."""
+        points: list[int] = []
+        deadline = budget.deadline()
+        while not budget.spent(len(points), deadline):
+            state = self.apply(self.sample(rng), self.seat, declare)
+            while (seat := self.to_move(state)) is not None:
+                state = self.apply(state, seat, self.rollout_move(state, seat, rng))
+            points.append(state.results[-1].points[self.seat])
+        return replace(declare, target=best_target(points, declare.target))
+
     def values(self, state: State) -> Sequence[float]:
         if state.ending is not None:
             return [1.0 if s in state.ending.winners else 0.0 for s in range(self.seats)]
@@ -139,6 +153,19 @@ class FiveWorlds:
             others = (total - gain) / (self.seats - 1)
             out.append(min(1.0, max(0.0, 0.5 + (gain - others) / (2 * SCALE))))
         return out
+
+
+def best_target(points: Sequence[int], bid: int) -> int:
+    """The target from `bid` to the most a hand is worth with the best expected contract score (made: −T,
+    short: +T) over the sampled `points`, counting one more sample short (few samples overrate a high
+    target); the lowest of equals."""
+    candidates = sorted({bid, *(p for p in points if bid < p <= MAX_BID)})
+
+    def expected(target: int) -> int:
+        made = sum(p >= target for p in points)
+        return target * (2 * made - len(points) - 1)
+
+    return max(candidates, key=lambda t: (expected(t), -t))
 
 
 def _shown(view: dict[str, Any], seat: Seat, seats: int, mine: frozenset[Card], talon: tuple[Card, ...]) -> State:
@@ -301,4 +328,3 @@ def _trick_play(plays: Sequence[Play], hand: Tricks) -> Play:
     if winners:
         return min(winners, key=lambda p: strength(p.card))
     return min(plays, key=lambda p: (p.card.points, p.card.strength))
-

@@ -54,9 +54,7 @@ class SbWorlds:
         board = laid(layout["lead"], layout["lines"], layout["spinner"])
         on_table = {(min(p.inner, p.outer), max(p.inner, p.outer)) for p in board.placements}
         unseen = tuple(t for t in TILES if t not in hand and (t.low, t.high) not in on_table)
-        legal = tuple(
-            (GAME.parse_action(a), a) for a in view["legal"] if a["do"] not in ("resign", "ready", "reveal")
-        )
+        legal = tuple((GAME.parse_action(a), a) for a in view["legal"] if a["do"] not in ("resign", "ready", "reveal"))
         plays = {m.tile for m, _ in legal if isinstance(m, Play)}
         drawn = next(iter(plays)) if len(plays) == 1 and view["phase"] == Phase.PLAY.value else None
         auction = view.get("auction")
@@ -115,8 +113,10 @@ class SbWorlds:
         best, scored = 0, list[Play]()
         for action in actions:
             assert isinstance(action, Play)
-            board = round.layout.lead(action.tile, action.west or action.tile.high) if action.end is None else (
-                round.layout.place(action.tile, action.end)
+            board = (
+                round.layout.lead(action.tile, action.west or action.tile.high)
+                if action.end is None
+                else (round.layout.place(action.tile, action.end))
             )
             count = board.count()
             if count % 5 == 0 and count >= best and count > 0:

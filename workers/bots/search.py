@@ -20,6 +20,8 @@ from workers.bots.sb_worlds import SbWorlds
 from workers.bots.worlds import Move, State, Worlds
 from workers.games.catalog import FIVE_OH_ONE
 from workers.games.engine import Seat
+from workers.games.five_oh_one.actions import Declare
+from workers.games.five_oh_one.state import Bidding, Contract
 
 EXPLORATION = 0.3
 """UCB's exploration constant, for rewards in [0, 1]."""
@@ -29,10 +31,16 @@ own decisions only (its information set's action history). True: every seat's mo
 UCB for that seat's reward (plain SO-ISMCTS). The bench measures the first stronger against greedy play."""
 SURE = 1.0
 """How many standard errors the search's best move must beat the greedy move by to be played instead."""
-SEARCH_501_BIDS = False
-"""False: a 501♠ seat bids greedily and searches only the declaration and the card play (the bids' worlds
-are guesses at three hidden hands and a talon; with the few iterations per move the bench measured the
-search's bids no better than greedy's)."""
+SEARCH_501_BIDS = True
+"""True: a 501♠ seat searches its bids too, flat (`BID_DEPTH`); False: it bids greedily and searches only the
+declaration and the card play."""
+BID_DEPTH = 1
+"""How many of its own moves deep a 501♠ bid's tree grows: 1 is flat Monte Carlo over pass and the bids, each
+played out greedily (a deeper tree spreads a few dozen iterations over declarations, abandon among them,
+and the bench measured its bids worse than greedy's)."""
+TREE_SHARE = 0.5
+"""A 501♠ declaration spends this share of its budget on the tree (abandon, or which trump at the bid)
+and the rest on the target (`FiveWorlds.targeted`: greedy declares at the bid, however strong the hand)."""
 MAX_PLAYOUT = 200
 """A playout longer than this many moves stops where it is (a guard; rounds and hands are shorter)."""
 
@@ -77,11 +85,18 @@ def search(view: View, rng: random.Random, budget: Budget) -> Action | None:
     roots = worlds.root_moves()
     if len(roots) <= 1:
         return roots[0][1] if roots else choose(view, rng, greedy=True)
-    root = ismcts(worlds, [move for move, _ in roots], rng, budget)
+    declaring = isinstance(worlds, FiveWorlds) and isinstance(worlds.shown.hand, Contract)
+    tree = budget.share(TREE_SHARE) if declaring else budget
+    bidding = isinstance(worlds, FiveWorlds) and isinstance(worlds.shown.hand, Bidding)
+    root = ismcts(worlds, [move for move, _ in roots], rng, tree, BID_DEPTH if bidding else None)
     best = max(roots, key=lambda r: root.children[r[0]].visits if r[0] in root.children else -1)
     greedy = choose(view, random.Random(0), greedy=True)
     anchor = next((r for r in roots if r[1] == greedy and r[0] in root.children), None)
-    return best[1] if anchor is None or _surely_better(root.children[best[0]], root.children[anchor[0]]) else anchor[1]
+    if anchor is not None and not _surely_better(root.children[best[0]], root.children[anchor[0]]):
+        best = anchor
+    if isinstance(worlds, FiveWorlds) and isinstance(best[0], Declare):
+        return worlds.targeted(best[0], rng, budget.share(1 - TREE_SHARE)).to_json()
+    return best[1]
 
 
 def _surely_better(best: Node, greedy: Node) -> bool:
@@ -103,18 +118,21 @@ def _worlds(view: View) -> Worlds | None:
     return SbWorlds.of(view)
 
 
-def ismcts(worlds: Worlds, root_moves: list[Move], rng: random.Random, budget: Budget) -> Node:
-    """The tree grown within `budget` from the root's `root_moves`; `rng` alone decides every sample."""
+def ismcts(
+    worlds: Worlds, root_moves: list[Move], rng: random.Random, budget: Budget, depth: int | None = None
+) -> Node:
+    """The tree grown within `budget` from the root's `root_moves`, at most `depth` of the seat's own moves
+    deep (1: flat Monte Carlo over the root's moves); `rng` alone decides every sample."""
     root = Node(None)
     deadline = budget.deadline()
     done = 0
     while (budget.iterations is None or done < budget.iterations) and (deadline is None or budget.clock() < deadline):
-        _iterate(worlds, root, root_moves, rng)
+        _iterate(worlds, root, root_moves, rng, depth)
         done += 1
     return root
 
 
-def _iterate(worlds: Worlds, root: Node, root_moves: list[Move], rng: random.Random) -> None:
+def _iterate(worlds: Worlds, root: Node, root_moves: list[Move], rng: random.Random, depth: int | None) -> None:
     """One determinization: select, expand, play out, back up."""
     state = worlds.sample(rng)
     node, path = root, [root]
@@ -127,6 +145,8 @@ def _iterate(worlds: Worlds, root: Node, root_moves: list[Move], rng: random.Ran
             if seat == worlds.seat:
                 moves = worlds.moves(state, seat)
             continue
+        if depth is not None and len(path) > depth:
+            break
         untried = [m for m in moves if m not in node.children]
         for move in moves:
             child = node.children.get(move)
