@@ -7,7 +7,9 @@ made once and kept, and checked here against the views' JSON Schema), reached wi
 live clock digits are masked. The new pictures, and where they differ, are kept in test-artifacts/web-screens/.
 
 After an intended change of the table: `TABLEHALL_UPDATE_WEB_REFS=1 pytest tests/test_web_screens.py`
-rewrites the references, cases.json included (review them, then commit them)."""
+rewrites the references, cases.json included (review them, then commit them). A new Chromium may shape text
+a pixel wider (a line then wraps): `TABLEHALL_UPDATE_WEB_REFS=pictures` redraws the pictures alone from the
+kept cases; `chromium.txt` names the browser that drew them, and a failure says when it is not this one."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tablehall.selfplay import self_play
-from tests.web_support import ARTIFACTS, REPO, LiveService, live_service, require_browser_tools
+from tests.web_support import ARTIFACTS, CHROMIUM, REPO, LiveService, live_service, require_browser_tools
 from workers.games.catalog import game_named
 from workers.games.engine import Seat
 
@@ -112,8 +114,9 @@ def test_the_tables_key_states_look_as_their_references(service: LiveService) ->
     web = require_browser_tools()
     out = ARTIFACTS / "web-screens"
     out.mkdir(parents=True, exist_ok=True)
-    update = os.environ.get("TABLEHALL_UPDATE_WEB_REFS") == "1"
-    if update:
+    asked = os.environ.get("TABLEHALL_UPDATE_WEB_REFS", "")
+    update = asked in ("1", "pictures")
+    if asked == "1":
         (REFS / "cases.json").write_text(json.dumps(cases(), indent=1) + "\n")
     kept = json.loads((REFS / "cases.json").read_text())
     assert [c["name"] for c in kept] == NAMES
@@ -130,12 +133,20 @@ def test_the_tables_key_states_look_as_their_references(service: LiveService) ->
     report = json.loads(lines[0].removeprefix("SCREENS "))
     assert len(report) == 2 * len(NAMES), "each state at desktop and phone size"
     if update:
+        (REFS / "chromium.txt").write_text(browser() + "\n")
         return
     missing = [r["name"] for r in report if r["status"] == "missing"]
     assert not missing, f"no reference for {missing}: TABLEHALL_UPDATE_WEB_REFS=1 writes them (web/README.md)"
     changed = {
         r["name"]: round(r["differing"] / r["total"], 4) for r in report if r["differing"] > TOLERANCE * r["total"]
     }
+    drawn_by = (REFS / "chromium.txt").read_text().strip()
     assert not changed, (
         f"the table looks different from tests/web_refs/ (share of pixels; see {out}/*-diff.png): {changed}"
+        + ("" if drawn_by == browser() else f"; the references were drawn by {drawn_by}, this is {browser()}")
     )
+
+
+def browser() -> str:
+    """The Chromium that draws the pictures (Debian's), as it names itself."""
+    return subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
