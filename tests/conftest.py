@@ -30,6 +30,7 @@ ONE_REDIS_DATABASE = frozenset(
 their tests run one after another on one worker, never beside each other."""
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups on each worker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in ONE_AT_A_TIME:

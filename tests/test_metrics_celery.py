@@ -16,8 +16,9 @@ from celery import Celery
 
 from tests.metrics_support import free_port, samples, until, value
 from tests.processes import stop_process
+from tests.test_ratings_jobs import on_this_worker
 
-BROKER = os.environ.get("TABLEHALL_TEST_METRICS_REDIS_URL", "redis://127.0.0.1:6379/14")
+BROKER = on_this_worker(os.environ.get("TABLEHALL_TEST_METRICS_REDIS_URL", "redis://127.0.0.1:6379/14"))
 """A database of its own (the tournament tests use 13, the dev-cluster 12, the rating jobs 15)."""
 
 

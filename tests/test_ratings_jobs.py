@@ -37,8 +37,18 @@ REDIS = os.environ.get("TABLEHALL_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 REPO = Path(__file__).resolve().parents[1]
 
 
+def on_this_worker(url: str) -> str:
+    """`url`'s Redis database as this pytest-xdist worker's own: the second worker takes the database 8 below
+    (the files' own are 11-15, so 3-7), so that a file's tests on the two workers never empty each other's."""
+    base, _, db = url.rpartition("/")
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0" or not db.isdigit() or int(db) < 8:
+        return url
+    return f"{base}/{int(db) - 8}"
+
+
 def emptied(url: str) -> Iterator[str]:
     """A Redis database of the tests' own, empty before and after (a broker fixture's body)."""
+    url = on_this_worker(url)
     client = redis.Redis.from_url(url)
     client.ping()  # .ci/run starts Redis when it is down
     client.flushdb()
