@@ -15,7 +15,6 @@ moves/s on the same hour, no work we cut on our side can reach the peer's throug
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import time
 from collections.abc import AsyncIterator
 from multiprocessing.connection import Connection
@@ -24,6 +23,8 @@ from typing import Any
 import grpc
 from rich.console import Console
 from rich.table import Table
+
+from tablehall.bench_messages import server_process
 
 _SERVICE = "tablehall.bench.Floor"
 _METHOD = f"/{_SERVICE}/Seat"
@@ -127,19 +128,12 @@ async def _load(port: int, matches: int, commands: int, seconds: float) -> tuple
 
 
 def bench_floor(matches: int, commands: int, seconds: float) -> int:
-    ours, theirs = multiprocessing.Pipe()
-    server = multiprocessing.Process(target=_server, args=(theirs,), daemon=True)
-    server.start()
-    try:
-        port = ours.recv()
-        ours.send("start")
+    with server_process(_server) as pipe:
+        port = pipe.recv()
+        pipe.send("start")
         latencies, wall, client_cpu = asyncio.run(_load(port, matches, commands, seconds))
-        ours.send("done")
-        server_cpu = ours.recv()
-    finally:
-        server.join(10)
-        if server.is_alive():
-            server.kill()
+        pipe.send("done")
+        server_cpu = pipe.recv()
     _print(matches, latencies, wall, client_cpu, server_cpu)
     return 0
 

@@ -9,8 +9,10 @@ so a busy machine inflates the figure less).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import time
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -63,19 +65,27 @@ async def _client(port: int, messages: int, streams: int) -> tuple[float, float]
         return time.process_time() - cpu, time.perf_counter() - started
 
 
-def bench_messages(messages: int, streams: int) -> int:
+@contextlib.contextmanager
+def server_process(target: Callable[[Connection], None]) -> Iterator[Connection]:
+    """A bench's server in a process of its own, told what to do over a pipe; joined (killed after 10 s) on
+    the way out."""
     ours, theirs = multiprocessing.Pipe()
-    server = multiprocessing.Process(target=_server, args=(theirs,), daemon=True)
+    server = multiprocessing.Process(target=target, args=(theirs,), daemon=True)
     server.start()
     try:
-        port = ours.recv()
-        client_cpu, wall = asyncio.run(_client(port, messages, streams))
-        ours.send("done")
-        server_cpu = ours.recv()
+        yield ours
     finally:
         server.join(10)
         if server.is_alive():
             server.kill()
+
+
+def bench_messages(messages: int, streams: int) -> int:
+    with server_process(_server) as pipe:
+        port = pipe.recv()
+        client_cpu, wall = asyncio.run(_client(port, messages, streams))
+        pipe.send("done")
+        server_cpu = pipe.recv()
     sent = (messages // streams) * streams  # each round trip: one message each way, on each side
     Console().print(
         f"tablehall bench messages: {sent:,} round trips on {streams} streams in {wall:.1f} s; CPU per streamed "
