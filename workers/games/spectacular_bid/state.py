@@ -84,12 +84,28 @@ class Round:
     domino_by: Seat | None = None
 
     def played(self, hands: tuple[frozenset[Tile], frozenset[Tile]], layout: Layout) -> Round:
-        """This round after a tile is laid: no drawn tile waits to be placed and no passes stand.
-        The same as `evolve(self, hands=..., layout=..., drawn=None, passes=0)`, built directly: it
-        runs at every play."""
+        """This round after a tile is laid: no drawn tile waits to be placed and no passes stand."""
+        return self._moved(hands, self.boneyard, layout, None, 0)
+
+    def drew(
+        self, hands: tuple[frozenset[Tile], frozenset[Tile]], boneyard: tuple[Tile, ...], drawn: Tile | None
+    ) -> Round:
+        """This round after a draw."""
+        return self._moved(hands, boneyard, self.layout, drawn, self.passes)
+
+    def _moved(
+        self,
+        hands: tuple[frozenset[Tile], frozenset[Tile]],
+        boneyard: tuple[Tile, ...],
+        layout: Layout,
+        drawn: Tile | None,
+        passes: int,
+    ) -> Round:
+        """The same as `evolve(self, hands=..., boneyard=..., layout=..., drawn=..., passes=...)`, built
+        directly: it runs at every play and draw."""
         return Round(
             hands,
-            self.boneyard,
+            boneyard,
             layout,
             self.jockey,
             self.leader,
@@ -97,29 +113,8 @@ class Round:
             self.auction,
             self.sale,
             self.declined,
-            None,
-            0,
-            self.end,
-            self.domino_by,
-        )
-
-    def drew(
-        self, hands: tuple[frozenset[Tile], frozenset[Tile]], boneyard: tuple[Tile, ...], drawn: Tile | None
-    ) -> Round:
-        """This round after a draw. The same as `evolve(self, hands=..., boneyard=..., drawn=...)`, built
-        directly: it runs at every draw."""
-        return Round(
-            hands,
-            boneyard,
-            self.layout,
-            self.jockey,
-            self.leader,
-            self.forced,
-            self.auction,
-            self.sale,
-            self.declined,
             drawn,
-            self.passes,
+            passes,
             self.end,
             self.domino_by,
         )
