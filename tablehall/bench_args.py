@@ -100,7 +100,7 @@ def _add_lease_benches(kinds: Any) -> None:
     failover.add_argument("--matches", type=int, default=900, help="matches with running clocks, on 3 workers")
     failover.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary directory")
     failover.set_defaults(run=run_failover)
-    bots = kinds.add_parser("bots", help="bot levels against each other in-process: win rates with 95% intervals")
+    bots = kinds.add_parser("bots", help="bot levels against each other in-process: win rates with 95%% intervals")
     bots.add_argument("--game", default="all", choices=["all", *names()])
     bots.add_argument("--matches", type=int, default=200, help="matches per pairing and game")
     bots.add_argument("--move-ms", type=int, default=1000, help="the search level's time per move")
