@@ -40,7 +40,7 @@ from gateway.tournaments.rounds import History, Settings
 from protos.tablehall.v1 import host_pb2
 from tablehall import clock_load
 from tablehall.loop_stalls import LoopStalls
-from workers import metrics, tables
+from workers import event_loop, metrics, tables
 from workers.clocks_first import clocks_first
 from workers.games.catalog import SPECTACULAR_BID
 from workers.host import MatchHost
@@ -199,7 +199,7 @@ def bench_clocks(clocks: int, load: int, swiss: int, window_s: float, seed: int,
         print("tablehall bench clocks: --clocks ≥ 1, --load ≥ 0, --swiss ≥ 0, --window > 0", flush=True)
         return 2
     try:
-        phases, full_pass = asyncio.run(run(clocks, load, swiss, window_s, seed, in_thread))
+        phases, full_pass = event_loop.run(run(clocks, load, swiss, window_s, seed, in_thread))
     except KeyboardInterrupt:
         return 130
     except clock_load.BotsEnded as error:

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tablehall.bench_messages import server_process
+from workers import event_loop
 
 _SERVICE = "tablehall.bench.Floor"
 _METHOD = f"/{_SERVICE}/Seat"
@@ -88,7 +89,7 @@ async def _serve(pipe: Connection) -> None:
 
 
 def _server(pipe: Connection) -> None:
-    asyncio.run(_serve(pipe))
+    event_loop.run(_serve(pipe))
 
 
 async def _match(channel: grpc.aio.Channel, index: int, commands: int, latencies: list[float]) -> None:
@@ -131,7 +132,7 @@ def bench_floor(matches: int, commands: int, seconds: float) -> int:
     with server_process(_server) as pipe:
         port = pipe.recv()
         pipe.send("start")
-        latencies, wall, client_cpu = asyncio.run(_load(port, matches, commands, seconds))
+        latencies, wall, client_cpu = event_loop.run(_load(port, matches, commands, seconds))
         pipe.send("done")
         server_cpu = pipe.recv()
     _print(matches, latencies, wall, client_cpu, server_cpu)

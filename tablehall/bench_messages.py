@@ -20,6 +20,7 @@ import grpc
 from rich.console import Console
 
 from protos.tablehall.v1 import matches_pb2
+from workers import event_loop
 
 _METHOD = "/tablehall.bench.Echo/Chat"
 _ping = matches_pb2.PingRequest
@@ -46,7 +47,7 @@ async def _serve(pipe: Connection) -> None:
 
 
 def _server(pipe: Connection) -> None:
-    asyncio.run(_serve(pipe))
+    event_loop.run(_serve(pipe))
 
 
 async def _client(port: int, messages: int, streams: int) -> tuple[float, float]:
@@ -83,7 +84,7 @@ def server_process(target: Callable[[Connection], None]) -> Iterator[Connection]
 def bench_messages(messages: int, streams: int) -> int:
     with server_process(_server) as pipe:
         port = pipe.recv()
-        client_cpu, wall = asyncio.run(_client(port, messages, streams))
+        client_cpu, wall = event_loop.run(_client(port, messages, streams))
         pipe.send("done")
         server_cpu = pipe.recv()
     sent = (messages // streams) * streams  # each round trip: one message each way, on each side

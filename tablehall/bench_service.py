@@ -28,6 +28,7 @@ from rich.table import Table
 
 from tablehall.bots import choose
 from tablehall.client import Client, Result, SeatClient, ServiceUnreachable, TablehallError
+from workers import event_loop
 from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats, names
 
 PLAYERS = {game: list("ABCD")[: fewest_seats(game)] for game in names()}
@@ -306,7 +307,7 @@ def bench_service(
     with one line saying how the bench's unfinished matches were ended."""
     tally = Tally()
     try:
-        asyncio.run(run(tally, address, matches, concurrency, game, seed, workers, database_url))
+        event_loop.run(run(tally, address, matches, concurrency, game, seed, workers, database_url))
     except KeyboardInterrupt:
         print(f"tablehall bench service: interrupted; {ended(tally)}", file=sys.stderr)
         return 130

@@ -23,6 +23,7 @@ import grpc
 
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc
 from tablehall.client import action_message
+from workers import event_loop
 from workers.bots.policy import choose
 from workers.edge import ERROR_CODE_KEY
 from workers.games.catalog import SPECTACULAR_BID
@@ -102,7 +103,7 @@ async def _play(address: str, matches: int, seed: int, stop: Event) -> Tally:
 
 def _bots(address: str, matches: int, seed: int, stop: Event, out: Connection) -> None:
     """The bots' process: play until `stop`, then send the tally."""
-    tally = asyncio.run(_play(address, matches, seed, stop))
+    tally = event_loop.run(_play(address, matches, seed, stop))
     out.send((tally.commands, dict(tally.refused)))
     out.close()
 

@@ -94,32 +94,30 @@ def _add_worker(commands: Any) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """The gateway and its workers in one command, until Ctrl-C."""
-    import asyncio
-
     from gateway.web import DEFAULT_WEB_PORT, WebSettings
     from tablehall.serve import serve, settings
+    from workers import event_loop
 
     host, port = settings(args.host, args.port)
     web = WebSettings.of(args.web_port, args.cors_origins, DEFAULT_WEB_PORT if port else 0)
     if cannot_listen("serve", host, port):
         return EXIT_CANNOT_START
     tls = server_tls(args)
-    asyncio.run(serve(host, port, args.workers or 0, args.database_url, args.metrics_port, web, tls))
+    event_loop.run(serve(host, port, args.workers or 0, args.database_url, args.metrics_port, web, tls))
     return 0
 
 
 def run_gateway(args: argparse.Namespace) -> int:
     """The gateway alone, routing to workers found by lease (or by the static template)."""
-    import asyncio
-
     from gateway.web import WebSettings
     from tablehall.serve import run_gateway as gateway_role
     from tablehall.serve import settings
+    from workers import event_loop
 
     web = WebSettings.of(args.web_port, args.cors_origins, None)
     if cannot_listen("gateway", *settings(args.host, args.port)):
         return EXIT_CANNOT_START
-    asyncio.run(
+    event_loop.run(
         gateway_role(
             *settings(args.host, args.port), args.workers, args.worker_address, args.metrics_port, web,
             server_tls(args), args.database_url,
@@ -130,9 +128,8 @@ def run_gateway(args: argparse.Namespace) -> int:
 
 def run_worker(args: argparse.Namespace) -> int:
     """One match worker, on leases or (with `--ordinal`) in the static mode."""
-    import asyncio
-
     from tablehall.worker_role import run_worker as worker_role
+    from workers import event_loop
     from workers.settings import Topology
 
     if args.ordinal is not None:
@@ -141,7 +138,7 @@ def run_worker(args: argparse.Namespace) -> int:
         port = args.port if args.port is not None else int(os.environ.get("TABLEHALL_WORKER_PORT", "0"))
     if port and cannot_listen("worker", args.host, port):
         return EXIT_CANNOT_START
-    return asyncio.run(
+    return event_loop.run(
         worker_role(
             args.ordinal, args.workers, args.host, args.port, args.database_url, args.metrics_port, args.advertise,
         )
