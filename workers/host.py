@@ -218,7 +218,10 @@ class MatchHost:
         if moved_to:
             self.moved[partition] = moved_to
         actors = [a for a in self.actors.values() if a.entry.partition == partition]
-        await asyncio.gather(*(a.mailbox.settled() for a in actors))
+        # a deadline timer may queue a change in one mailbox while another is still settling: close only
+        # once all of them are idle at the same moment, so that no change is cut off mid-commit
+        while any(a.mailbox.busy for a in actors):
+            await asyncio.gather(*(a.mailbox.settled() for a in actors))
         self._drop(partition)
 
     def lose(self, partition: int, why: str) -> None:
