@@ -4,13 +4,14 @@ process pool) on an injected clock, `GetRatingHistory`, `GetRating` and `GetLead
 rating change only once its recorded end is as old as the spectator delay (checked on the response bytes);
 a player's casual match that ended after it waits with it, and both are then rated in end order, so the
 ratings are those of rating each match as it ended. Without a delay the table is rated at once. A restart
-between the end and the reveal loses nothing: the next service's backlog rates it. A real Celery worker
-holds the table and rates it at its reveal, never before.
+between the end and the reveal loses nothing: the next service's backlog rates the table and the casual
+match held with it. A real Celery worker holds the table and rates it at its reveal, never before.
 
 A player's casual match waits for the table whether it ended before the casual match or still plays when it
-ends: the outsider's rating, history and the leaderboard carry nothing of it until the table's reveal
-(rated at once while the table plays, it would tell that the table has not ended yet), and both are then
-rated in end order: the ratings of rating each as it ended."""
+ends (and so does a bye's, whose next table exists only once the round ended): the outsider's rating,
+history and the leaderboard carry nothing of it until the table's reveal (rated at once while the table
+plays, it would tell that the table has not ended yet), and both are then rated in end order: the ratings
+of rating each as it ended."""
 
 from __future__ import annotations
 
@@ -247,9 +248,8 @@ def test_a_casual_match_does_not_tell_that_its_players_delayed_table_ended(
         assert [c.match_id for c in histories[2].changes] == [later]
         assert all(name.encode() in board for name in everyone)
         assert [r.games for r in ratings] == [2, 1, 1]
-        assert (changes[second].mu_before, changes[second].sigma_before) == (
-            changes[first].mu_after, changes[first].sigma_after
-        ), "applied in end order"
+        after_first = (changes[first].mu_after, changes[first].sigma_after)
+        assert (changes[second].mu_before, changes[second].sigma_before) == after_first, "applied in end order"
         table_ranks = (changes[table].rank, histories[1].changes[0].rank)
         assert table_ranks == (1, 2)
         want = in_end_order("casual" if first == later else "table", table_ranks)
@@ -316,29 +316,34 @@ def test_without_a_delay_the_table_is_rated_at_once(tmp_path: Path) -> None:
 
 
 def test_a_restart_between_the_end_and_the_reveal_still_rates_the_table(tmp_path: Path) -> None:
+    """The table and its winner's casual match (which ended while the table played) are held when the service
+    stops; the next service's backlog rates both at the reveal."""
     clock = Clock()
     url = f"sqlite:///{tmp_path / 'hall.db'}"
 
-    async def before_restart(hall: Hall) -> tuple[str, tuple[str, ...], int]:
-        tid, _, table = await a_tournament_table_ends(hall, DELAY_S)
-        seated = await recorded(hall, tid)
+    async def before_restart(hall: Hall) -> tuple[str, str, tuple[str, ...], int]:
+        tid, roles, table, names = await a_tournament_table_starts(hall, DELAY_S, PAUSE_S)
+        later = await casual(hall, clock, names["won"])
+        await resign(hall, roles, table)
+        await recorded(hall, tid)
         reveal = shown_from(hall, table, DELAY_S)
         clock.now = reveal - 1
-        assert await EmbeddedJobs(hall.engine, None, clock=clock).rate(table) == "held"
-        return table, seated, reveal
+        jobs = EmbeddedJobs(hall.engine, None, clock=clock)
+        assert [await jobs.rate(table), await jobs.rate(later)] == ["held", "held"]
+        return table, later, (names["won"], names["resigned"], OUTSIDER), reveal
 
     async def after_restart(hall: Hall) -> None:
         jobs = EmbeddedJobs(hall.engine, None, clock=clock)
         await jobs.tick()
-        await nothing_shown(hall, seated, [table])
+        await nothing_shown(hall, everyone, [table, later])
         clock.now = reveal
         await jobs.tick()
-        _, histories, ratings = await reads(hall, seated)
-        assert [[c.match_id for c in h.changes] for h in histories] == [[table], [table]]
-        assert [r.games for r in ratings] == [1, 1]
+        _, histories, ratings = await reads(hall, everyone)
+        assert [sorted(c.match_id for c in h.changes) for h in histories] == [sorted([table, later]), [table], [later]]
+        assert [r.games for r in ratings] == [2, 1, 1]
 
     try:
-        table, seated, reveal = run_hall(tmp_path, before_restart, timeout=120, url=url, clock=clock)
+        table, later, everyone, reveal = run_hall(tmp_path, before_restart, timeout=120, url=url, clock=clock)
         run_hall(tmp_path, after_restart, timeout=120, url=url, clock=clock, organizer="Arbiter again")
     finally:
         offload.shutdown()
