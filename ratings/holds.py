@@ -96,29 +96,35 @@ def delayed(match_id: Any, now: int) -> Any:
 
 
 def _entered_tables(match_id: Any, updated_unix_ms: Any) -> tuple[Any, Any]:
-    """The tables that may hold this match (`entered`): every table begun before it ended of a delayed
-    tournament one of its players is entered in, other than its own tournament. A query on them (correlated
-    with `match_id`), and the `_delays` subquery whose columns it may select."""
-    d = _delays().subquery()
+    """The tables that may hold this match (`entered`): every table, begun before it ended and hidden then, of
+    a delayed tournament one of its players is entered in, other than its own tournament. A query on them
+    (correlated with `match_id`), and the `_delays` subquery whose columns it may select.
+
+    Read from the delayed tournaments (few) down: each is asked whether a player of the match is on its
+    roster (`uq_tournament_players_name`: tournament, name), then only its batches' tables are read."""
+    t, b = _tournaments.alias().c, _batches.c
     mine, named, started = m.seats.alias(), m.players.alias(), m.matches.alias()
     own, own_batch = _tables.alias(), _batches.alias()
+    on_roster = (
+        select(_players.c.name)
+        .select_from(mine.join(named, named.c.id == mine.c.player_id))
+        .where(mine.c.match_id == match_id, _players.c.tournament_id == t.id, _players.c.name == named.c.name)
+        .correlate_except(mine, named, _players)  # `match_id` may be a column of a query two levels up
+        .exists()
+    )
     own_tournament = (
         select(own.c.match_id)
         .select_from(own.join(own_batch, own_batch.c.id == own.c.batch_id))
-        .where(own.c.match_id == match_id, own_batch.c.tournament_id == d.c.tournament_id)
-        .correlate_except(own, own_batch)  # `match_id` may be a column of a query two levels up
+        .where(own.c.match_id == match_id, own_batch.c.tournament_id == t.id)
+        .correlate_except(own, own_batch)
         .exists()
     )
-    query = (
-        select(d.c.match_id)
-        .select_from(
-            mine.join(named, named.c.id == mine.c.player_id)
-            .join(_players, _players.c.name == named.c.name)
-            .join(d, d.c.tournament_id == _players.c.tournament_id)
-            .join(started, started.c.id == d.c.match_id)
-        )
-        .where(mine.c.match_id == match_id, started.c.created_unix_ms < updated_unix_ms, ~own_tournament)
-    )
+    # OFFSET 0: PostgreSQL keeps it a subquery, read first, rather than a join it may read last
+    entered_in = select(t.id).where(t.spectator_delay_ms > 0, on_roster, ~own_tournament).offset(0)
+    their_batches = select(b.id).where(b.tournament_id.in_(entered_in))
+    d = _delays().where(_tables.c.batch_id.in_(their_batches)).subquery()
+    start = select(started.c.created_unix_ms).where(started.c.id == d.c.match_id).scalar_subquery()
+    query = select(d.c.match_id).where(_hidden(d, updated_unix_ms), start < updated_unix_ms)
     return query, d
 
 
