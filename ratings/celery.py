@@ -61,9 +61,10 @@ app.conf.update(
     name="ratings.rate", autoretry_for=(OperationalError,), retry_backoff=True, max_retries=10, acks_late=True
 )
 def rate(match_id: str) -> str:
-    """Rate one finished match (exactly once, however often this runs). A table held by its tournament's
-    spectator delay is sent again for when its result is shown (or, its end not recorded yet, for now + the
-    delay); the backlog would find it too."""
+    """Rate one finished match (exactly once, however often this runs). A match held by a spectator delay —
+    a delayed table, or a match of a player entered in a delayed tournament with a hidden result — is sent
+    again for when that result is shown (its end not recorded yet: for now + the delay; a match behind
+    another is not); the backlog would find it too."""
     rated = rating.rate(engine_for(database_url()), match_id)
     if rated.until_unix_ms is not None:
         rate.apply_async((match_id,), countdown=max(0.0, (rated.until_unix_ms - rating.now_ms()) / 1000))

@@ -97,7 +97,8 @@ class Rated:
     game: str = ""
     lag_s: float | None = None
     until_unix_ms: int | None = None
-    """For `held` by a tournament's spectator delay: when to try again (ratings/holds.py `Hold`)."""
+    """For `held` by a tournament's spectator delay (its own, or a hidden result of its players'
+    tournaments): when to try again (ratings/holds.py `Hold`)."""
 
 
 def rate_match(engine: Engine, match_id: str, now: int | None = None) -> str:
@@ -145,7 +146,8 @@ def rate(engine: Engine, match_id: str, now: int | None = None) -> Rated:
 
 def apply(engine: Engine, found: Finished, now: int | None = None) -> Rated:
     """Apply a finished match's ranks (the marker first: at most once). The lag is counted from when it could
-    first be rated: its end, its result shown to the public, or its players' previous rating, the latest."""
+    first be rated: its end, its result shown to the public, its players' tournaments' hidden results shown
+    (ratings/holds.py `released_ms`), or its players' previous rating, the latest."""
     now = now_ms() if now is None else now
     with engine.connect() as conn, conn.begin():
         marker = upsert(conn, r.rated_matches).values(
@@ -164,7 +166,10 @@ def apply(engine: Engine, found: Finished, now: int | None = None) -> Rated:
             for pid in ids
         ]
         ready_ms = max(
-            found.ended_unix_ms, holds.shown_from(conn, found.match_id) or 0, holds.last_rated_ms(conn, found.game, ids)
+            found.ended_unix_ms,
+            holds.shown_from(conn, found.match_id) or 0,
+            holds.released_ms(conn, found.match_id, found.ended_unix_ms),
+            holds.last_rated_ms(conn, found.game, ids),
         )
         conn.execute(upsert(conn, r.ratings).on_conflict_do_nothing(), fresh_rows)
         t = r.ratings
@@ -213,6 +218,7 @@ def backlog(engine: Engine, limit: int = 500, now: int | None = None) -> list[st
             t.c.status == "finished",
             ~select(done.c.match_id).where(done.c.match_id == t.c.id).exists(),
             ~holds.delayed(t.c.id, at),
+            ~holds.entered(t.c.id, t.c.updated_unix_ms, at),
             ~holds.behind(t.c.id, t.c.updated_unix_ms, at),
         )
         .order_by(t.c.updated_unix_ms, t.c.id)

@@ -4,8 +4,14 @@ process pool) on an injected clock, `GetRatingHistory`, `GetRating` and `GetLead
 rating change only once its recorded end is as old as the spectator delay (checked on the response bytes);
 a player's casual match that ended after it waits with it, and both are then rated in end order, so the
 ratings are those of rating each match as it ended. Without a delay the table is rated at once. A restart
-between the end and the reveal loses nothing: the next service's backlog rates it. A real Celery worker
-holds the table and rates it at its reveal, never before."""
+between the end and the reveal loses nothing: the next service's backlog rates the table and the casual
+match held with it. A real Celery worker holds the table and rates it at its reveal, never before.
+
+A player's casual match waits for the table whether it ended before the casual match or still plays when it
+ends (and so does a bye's, whose next table exists only once the round ended): the outsider's rating,
+history and the leaderboard carry nothing of it until the table's reveal (rated at once while the table
+plays, it would tell that the table has not ended yet), and both are then rated in end order: the ratings
+of rating each as it ended."""
 
 from __future__ import annotations
 
@@ -23,13 +29,20 @@ from sqlalchemy import select
 
 from gateway.tournaments import schema
 from protos.tablehall.v1 import host_pb2, matches_pb2, tournaments_pb2
+from ratings import holds, rating
 from ratings import models as r
-from ratings import rating
 from ratings.embedded import EmbeddedJobs
 from tests.storage_backends import postgres_database
 from tests.test_ratings_db import new_id, token
 from tests.test_ratings_jobs import emptied, spawn, stop, wait_for
-from tests.test_tournament_delayed_results import Clock, a_tournament_table_ends, ended_round_one, round_one
+from tests.test_tournament_delayed_results import (
+    Clock,
+    a_tournament_table_ends,
+    a_tournament_table_starts,
+    ended_round_one,
+    resign,
+    round_one,
+)
 from tests.tournament_hall import Hall, run_hall
 from workers import offload
 from workers.sql.migrate import engine_for
@@ -38,6 +51,9 @@ GAME = "spectacular-bid"
 DELAY_S = 60
 OUTSIDER = "Dora"
 """Plays a casual match against one of the table's players after the table ended."""
+PAUSE_S = 3600
+"""Between rounds: round 2's tables start after the casual match ended, so only round 1's table holds it
+(a table of the player's tournament begun before it ended would hold it too: ratings/holds.py `entered`)."""
 
 
 @contextlib.contextmanager
@@ -120,7 +136,7 @@ def test_a_delayed_tables_rating_is_shown_only_with_its_result(backend: str, tmp
     clock = Clock()
 
     async def body(hall: Hall) -> None:
-        tid, _, table = await a_tournament_table_ends(hall, DELAY_S)
+        tid, _, table = await a_tournament_table_ends(hall, DELAY_S, PAUSE_S)
         seated = await recorded(hall, tid)
         later = await casual(hall, clock, seated[0])
         everyone = (*seated, OUTSIDER)
@@ -168,6 +184,119 @@ def test_a_delayed_tables_rating_is_shown_only_with_its_result(backend: str, tmp
         offload.shutdown()
 
 
+def in_end_order(first: str, table_ranks: tuple[int, int]) -> dict[str, tuple[float, float]]:
+    """openskill's ratings of the table's winner `w`, its loser `l` and the outsider (whom `w` beats), the
+    table and the casual match rated in end order (`first` is `table` or `casual`): as with no delay."""
+    d0 = rating.DEFAULT_MU, rating.DEFAULT_SIGMA
+    if first == "table":
+        w, loser = rating.rate_ranks([d0, d0], table_ranks)
+        w, outsider = rating.rate_ranks([w, d0], (1, 2))
+    else:
+        w, outsider = rating.rate_ranks([d0, d0], (1, 2))
+        w, loser = rating.rate_ranks([w, d0], table_ranks)
+    return {"w": w, "l": loser, OUTSIDER: outsider}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("table_when_casual_ends", ["playing", "ended"])
+def test_a_casual_match_does_not_tell_that_its_players_delayed_table_ended(
+    backend: str, table_when_casual_ends: str, tmp_path: Path
+) -> None:
+    """The table's winner beats the outsider in a casual match that ends while the table still plays, or
+    after it ended (its result hidden): either way the outsider's rating, history and the leaderboard show
+    nothing of the casual match until the table's reveal, then both are rated in the order they ended."""
+    clock = Clock()
+
+    async def body(hall: Hall) -> None:
+        tid, roles, table, names = await a_tournament_table_starts(hall, DELAY_S, PAUSE_S)
+        winner, loser = names["won"], names["resigned"]
+        everyone = (winner, loser, OUTSIDER)
+        jobs = EmbeddedJobs(hall.engine, None, clock=clock)
+        if table_when_casual_ends == "playing":
+            later = await casual(hall, clock, winner)
+            assert await jobs.rate(later) == "held", "rated now, it would tell that the table still plays"
+            await jobs.tick()
+            await nothing_shown(hall, everyone, [later])
+            await resign(hall, roles, table)
+            await recorded(hall, tid)
+        else:
+            await resign(hall, roles, table)
+            await recorded(hall, tid)
+            later = await casual(hall, clock, winner)
+        reveal = shown_from(hall, table, DELAY_S)
+
+        clock.now = reveal - 1
+        assert await jobs.rate(table) == "held"
+        assert await jobs.rate(later) == "held"
+        with hall.engine.connect() as conn:
+            held = holds.hold(conn, later, clock.now)
+        assert held == holds.Hold("entered", reveal), "a Celery task is sent again for the reveal"
+        assert rating.backlog(hall.engine, now=clock.now) == []
+        await jobs.tick()
+        await nothing_shown(hall, everyone, [table, later])
+
+        clock.now = reveal
+        first, second = (later, table) if table_when_casual_ends == "playing" else (table, later)
+        assert rating.backlog(hall.engine, now=clock.now) == [first], "the one that ended first"
+        lag_before = lags()
+        await jobs.tick()
+        assert lags() == (lag_before[0] + 2, lag_before[1]), "the lag counts from the reveal: rated at once"
+        board, histories, ratings = await reads(hall, everyone)
+        changes = {c.match_id: c for c in histories[0].changes}
+        assert sorted(changes) == sorted([table, later])
+        assert [c.match_id for c in histories[1].changes] == [table]
+        assert [c.match_id for c in histories[2].changes] == [later]
+        assert all(name.encode() in board for name in everyone)
+        assert [r.games for r in ratings] == [2, 1, 1]
+        after_first = (changes[first].mu_after, changes[first].sigma_after)
+        assert (changes[second].mu_before, changes[second].sigma_before) == after_first, "applied in end order"
+        table_ranks = (changes[table].rank, histories[1].changes[0].rank)
+        assert table_ranks == (1, 2)
+        want = in_end_order("casual" if first == later else "table", table_ranks)
+        got = {"w": ratings[0], "l": ratings[1], OUTSIDER: ratings[2]}
+        for key, (mu, sigma) in want.items():
+            assert (got[key].mu, got[key].sigma) == pytest.approx((mu, sigma))
+        other = in_end_order("table" if first == later else "casual", table_ranks)
+        assert other["l"] != pytest.approx(want["l"]), "the order matters here (to the loser), so the test can tell"
+        assert other[OUTSIDER] != pytest.approx(want[OUTSIDER])
+
+    try:
+        with database(backend, tmp_path) as url:
+            run_hall(tmp_path, body, timeout=120, url=url, clock=clock)
+    finally:
+        offload.shutdown()
+
+
+def test_a_bye_does_not_tell_that_the_round_ended(tmp_path: Path) -> None:
+    """Round 1's bye plays a casual match that ends while round 1's table plays: held until that table's
+    reveal too. Rated at once, it would tell the table still plays: once the round ends the player sits at
+    a table of round 2, which holds their matches."""
+    clock = Clock()
+
+    async def body(hall: Hall) -> None:
+        tid, roles, table, names = await a_tournament_table_starts(hall, DELAY_S, PAUSE_S)
+        resting = (names["bye"], OUTSIDER)
+        jobs = EmbeddedJobs(hall.engine, None, clock=clock)
+        later = await casual(hall, clock, names["bye"])
+        assert await jobs.rate(later) == "held"
+        await resign(hall, roles, table)
+        await recorded(hall, tid)
+        reveal = shown_from(hall, table, DELAY_S)
+        clock.now = reveal - 1
+        await jobs.tick()
+        await nothing_shown(hall, resting, [later])
+        clock.now = reveal
+        await jobs.tick()
+        _, histories, ratings = await reads(hall, resting)
+        assert [[c.match_id for c in h.changes] for h in histories] == [[later], [later]]
+        assert [r.games for r in ratings] == [1, 1]
+
+    try:
+        run_hall(tmp_path, body, timeout=120, clock=clock)
+    finally:
+        offload.shutdown()
+
+
 def test_without_a_delay_the_table_is_rated_at_once(tmp_path: Path) -> None:
     clock = Clock()
 
@@ -187,29 +316,34 @@ def test_without_a_delay_the_table_is_rated_at_once(tmp_path: Path) -> None:
 
 
 def test_a_restart_between_the_end_and_the_reveal_still_rates_the_table(tmp_path: Path) -> None:
+    """The table and its winner's casual match (which ended while the table played) are held when the service
+    stops; the next service's backlog rates both at the reveal."""
     clock = Clock()
     url = f"sqlite:///{tmp_path / 'hall.db'}"
 
-    async def before_restart(hall: Hall) -> tuple[str, tuple[str, ...], int]:
-        tid, _, table = await a_tournament_table_ends(hall, DELAY_S)
-        seated = await recorded(hall, tid)
+    async def before_restart(hall: Hall) -> tuple[str, str, tuple[str, ...], int]:
+        tid, roles, table, names = await a_tournament_table_starts(hall, DELAY_S, PAUSE_S)
+        later = await casual(hall, clock, names["won"])
+        await resign(hall, roles, table)
+        await recorded(hall, tid)
         reveal = shown_from(hall, table, DELAY_S)
         clock.now = reveal - 1
-        assert await EmbeddedJobs(hall.engine, None, clock=clock).rate(table) == "held"
-        return table, seated, reveal
+        jobs = EmbeddedJobs(hall.engine, None, clock=clock)
+        assert [await jobs.rate(table), await jobs.rate(later)] == ["held", "held"]
+        return table, later, (names["won"], names["resigned"], OUTSIDER), reveal
 
     async def after_restart(hall: Hall) -> None:
         jobs = EmbeddedJobs(hall.engine, None, clock=clock)
         await jobs.tick()
-        await nothing_shown(hall, seated, [table])
+        await nothing_shown(hall, everyone, [table, later])
         clock.now = reveal
         await jobs.tick()
-        _, histories, ratings = await reads(hall, seated)
-        assert [[c.match_id for c in h.changes] for h in histories] == [[table], [table]]
-        assert [r.games for r in ratings] == [1, 1]
+        _, histories, ratings = await reads(hall, everyone)
+        assert [sorted(c.match_id for c in h.changes) for h in histories] == [sorted([table, later]), [table], [later]]
+        assert [r.games for r in ratings] == [2, 1, 1]
 
     try:
-        table, seated, reveal = run_hall(tmp_path, before_restart, timeout=120, url=url, clock=clock)
+        table, later, everyone, reveal = run_hall(tmp_path, before_restart, timeout=120, url=url, clock=clock)
         run_hall(tmp_path, after_restart, timeout=120, url=url, clock=clock, organizer="Arbiter again")
     finally:
         offload.shutdown()

@@ -73,16 +73,19 @@ async def record(hall: Hall, match_id: str, key: str | None) -> matches_pb2.Reco
     return reply
 
 
-async def a_tournament_table_ends(hall: Hall, delay_s: int) -> tuple[str, dict[str, str], str]:
-    """A round robin of three; round 1's table ends by a resignation at the clock's reading. Returns the
-    tournament id, the tokens by role (`resigned`, `won`: the table's seats; `bye`: the third player) and
-    the table's match id."""
+async def a_tournament_table_starts(
+    hall: Hall, delay_s: int, round_pause_s: float = 0
+) -> tuple[str, dict[str, str], str, dict[str, str]]:
+    """A round robin of three whose round 1's table is playing. Returns the tournament id, the tokens by role
+    (`resigned`, `won`: the table's seats, the one to resign and the other; `bye`: the third player), the
+    table's match id, and the players' names by role."""
     created = await hall.call("CreateTournament", tournaments_pb2.CreateTournamentRequest(
         name="Delayed results", game="spectacular-bid", players=PLAYERS, format="round-robin",
-        options=matches_pb2.Options(start_points=20, bank_s=600, delay_s=0), round_pause_s=0,
+        options=matches_pb2.Options(start_points=20, bank_s=600, delay_s=0), round_pause_s=round_pause_s,
         spectator_delay_s=delay_s,
     ))  # fmt: skip
     roles: dict[str, str] = {}
+    names: dict[str, str] = {}
     table: tournaments_pb2.Assignment | None = None
     for p in created.players:
         stream = hall.tournaments.WatchAssignment(tournaments_pb2.GetAssignmentRequest(), metadata=hall.auth(p.token))
@@ -91,15 +94,31 @@ async def a_tournament_table_ends(hall: Hall, delay_s: int) -> tuple[str, dict[s
                 stream.cancel()
                 break
         if assignment.status == "bye":
-            roles["bye"] = p.token
+            role = "bye"
         elif "resigned" not in roles:
-            roles["resigned"], table = p.token, assignment
+            role, table = "resigned", assignment
         else:
-            roles["won"] = p.token
+            role = "won"
+        roles[role], names[role] = p.token, p.player
     assert table is not None and set(roles) == {"bye", "resigned", "won"}
-    resign = matches_pb2.ActRequest(match_id=table.match_id, action=action_message({"do": "resign"}))
-    await hall.client.stub.Act(resign, metadata=hall.auth(roles["resigned"]))
-    return created.tournament_id, roles, table.match_id
+    return created.tournament_id, roles, table.match_id, names
+
+
+async def resign(hall: Hall, roles: dict[str, str], match_id: str) -> None:
+    """The `resigned` seat resigns the table (the command's arrival stamped by the gateway's clock)."""
+    act = matches_pb2.ActRequest(match_id=match_id, action=action_message({"do": "resign"}))
+    await hall.client.stub.Act(act, metadata=hall.auth(roles["resigned"]))
+
+
+async def a_tournament_table_ends(
+    hall: Hall, delay_s: int, round_pause_s: float = 0
+) -> tuple[str, dict[str, str], str]:
+    """A round robin of three; round 1's table ends by a resignation at the clock's reading. Returns the
+    tournament id, the tokens by role (`resigned`, `won`: the table's seats; `bye`: the third player) and
+    the table's match id."""
+    tournament_id, roles, match_id, _ = await a_tournament_table_starts(hall, delay_s, round_pause_s)
+    await resign(hall, roles, match_id)
+    return tournament_id, roles, match_id
 
 
 async def end_of(hall: Hall, match_id: str) -> int:

@@ -114,7 +114,7 @@ RATED = Counter(
 RATING_LAG = Histogram(
     "tablehall_rating_lag_seconds",
     "From when a match could first be rated (its end, a delayed table's result made public, its players' "
-    "previous rating) to its ratings being committed.",
+    "tournaments' hidden results made public, its players' previous rating) to its ratings being committed.",
     ["game"],
     buckets=LAG,
 )
