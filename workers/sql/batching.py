@@ -18,6 +18,7 @@ Ops marked `solo` (claims) run in a transaction of their own, in queue order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
@@ -157,7 +158,5 @@ class GroupCommitter:
             ops.append(op)
             results.append(outcome)
         for loop, (ops, results) in by_loop.items():
-            try:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these answers any more
                 loop.call_soon_threadsafe(_settle, ops, results)
-            except RuntimeError:  # that loop is closed: nobody waits for these answers any more
-                pass

@@ -84,10 +84,8 @@ class SqlStorage:
     async def reschedule(self, match_id: str, partition: int, epoch: int, origin_unix_ms: int) -> None:
         await self._writer.submit(writes.RescheduleOp(match_id, partition, epoch, origin_unix_ms))
 
-    async def append(
-        self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress
-    ) -> None:
-        await self._writer.submit(writes.AppendOp(match_id, partition, epoch, entry, progress))
+    async def append(self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress) -> None:
+        await self._writer.submit(writes.AppendOp(match_id, partition, epoch, (entry,), progress))
 
     async def snapshot(self, match_id: str, partition: int, epoch: int, snapshot: Snapshot) -> None:
         await self._writer.submit(writes.SnapshotOp(match_id, partition, epoch, snapshot))
@@ -144,7 +142,6 @@ class SqlStorage:
         self._writer.close()
         self._writing.dispose()
         self.engine.dispose()
-
 
 
 if TYPE_CHECKING:
