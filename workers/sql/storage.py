@@ -87,6 +87,11 @@ class SqlStorage:
     async def append(self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress) -> None:
         await self._writer.submit(writes.AppendOp(match_id, partition, epoch, (entry,), progress))
 
+    async def append_all(
+        self, match_id: str, partition: int, epoch: int, entries: Sequence[LogEntry], progress: Progress
+    ) -> None:
+        await self._writer.submit(writes.AppendOp(match_id, partition, epoch, tuple(entries), progress))
+
     async def snapshot(self, match_id: str, partition: int, epoch: int, snapshot: Snapshot) -> None:
         await self._writer.submit(writes.SnapshotOp(match_id, partition, epoch, snapshot))
 
