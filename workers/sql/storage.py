@@ -37,12 +37,13 @@ class SqlStorage:
     ) -> None:
         self.url = url
         self.engine: Engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
-        # SQLite: the writer (and the migration, which takes the write lock too) on their own connection,
-        # which tries the lock every millisecond itself (a worker starting beside busy ones waited seconds)
+        # The writer (and the migration) on a connection of their own. SQLite: it tries the write lock every
+        # millisecond itself (a worker starting beside busy ones waited seconds). PostgreSQL: no ping round
+        # trip before every batch (a batch that meets a dropped connection is retried op by op, reconnected)
         self._writing = (
             make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=1, busy_timeout_s=0)
             if is_sqlite(self.engine)
-            else self.engine
+            else make_engine(url, pool_size=1, pre_ping=False)
         )
         if upgrade:
             retry_locked(lambda: migrate(url, self._writing))

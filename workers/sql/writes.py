@@ -112,10 +112,10 @@ def apply(conn: Connection, ops: Sequence[Op]) -> list[object]:
         _create_many(conn, ops[0], now_ms())  # raises, so the transaction writes nothing, on any refusal
         return out
     now = now_ms()
-    live = _fence(conn, ops, out)
+    live, newest = _fence(conn, ops, out)
     _creates(conn, [(i, op) for i, op in live if isinstance(op, CreateOp)], out, now)
     _reschedules(conn, [(i, op) for i, op in live if isinstance(op, RescheduleOp)], out)
-    _appends(conn, [(i, op) for i, op in live if isinstance(op, AppendOp) and out[i] is None], out, now)
+    _appends(conn, [(i, op) for i, op in live if isinstance(op, AppendOp) and out[i] is None], out, now, newest)
     _snapshots(conn, [(i, op) for i, op in live if isinstance(op, SnapshotOp)], out, now)
     _heartbeats(conn, [op for op in ops if isinstance(op, HeartbeatOp)])
     return out
@@ -157,9 +157,19 @@ def _epochs(conn: Connection, partitions: set[int], lock: bool) -> dict[int, tup
     return {p: (epoch, owner) for p, epoch, owner in rows(conn, query.order_by(t.c.partition))}
 
 
-def _fence(conn: Connection, ops: Sequence[Op], out: list[object]) -> list[tuple[int, Fenced]]:
+def _fence(
+    conn: Connection, ops: Sequence[Op], out: list[object]
+) -> tuple[list[tuple[int, Fenced]], dict[str, int | None] | None]:
+    """The ops whose partition is still at their epoch (the others fail `FencedOut`); on PostgreSQL, with
+    the newest seq of every match the batch appends to, read by the same statement (one round trip)."""
     fenced = [(i, op) for i, op in enumerate(ops) if isinstance(op, Fenced)]
-    epochs = _epochs(conn, {op.partition for _, op in fenced}, lock=True)
+    partitions = {op.partition for _, op in fenced}
+    appending = sorted({op.match_id for _, op in fenced if isinstance(op, AppendOp)})
+    newest: dict[str, int | None] | None = None
+    if appending and conn.dialect.name == "postgresql":
+        epochs, newest = _pg_epochs_and_newest(conn, partitions, appending)
+    else:
+        epochs = _epochs(conn, partitions, lock=True)
     live = []
     for i, op in fenced:
         epoch, owner = epochs.get(op.partition, (0, None))
@@ -169,7 +179,24 @@ def _fence(conn: Connection, ops: Sequence[Op], out: list[object]) -> list[tuple
             )
         else:
             live.append((i, op))
-    return live
+    return live, newest
+
+
+def _pg_epochs_and_newest(
+    conn: Connection, partitions: set[int], ids: list[str]
+) -> tuple[dict[int, tuple[int, str]], dict[str, int | None]]:
+    """The partitions' epochs (locked `FOR SHARE`, as `_epochs`) and the matches' newest seqs (as `_newest`)
+    in one statement. Its snapshot may predate a claim the lock then waited for: the epoch read is the
+    claim's, so such a batch is fenced out, whatever its snapshot says about the log."""
+    epochs: dict[int, tuple[int, str]] = {}
+    newest: dict[str, int | None] = {}
+    found: list[Any] = list(conn.execute(_PG_EPOCHS_AND_NEWEST, {"partitions": sorted(partitions), "ids": ids}))
+    for partition, epoch, owner, match_id, seq in found:
+        if match_id is None:
+            epochs[partition] = (epoch, owner)
+        else:
+            newest[match_id] = seq
+    return epochs, newest
 
 
 def _existing(conn: Connection, match_ids: set[str]) -> set[str]:
@@ -261,10 +288,16 @@ def _insert_matches(conn: Connection, accepted: list[MatchEntry], now: int) -> N
     )
 
 
-def _appends(conn: Connection, appends: list[tuple[int, AppendOp]], out: list[object], now: int) -> None:
+def _appends(
+    conn: Connection,
+    appends: list[tuple[int, AppendOp]],
+    out: list[object],
+    now: int,
+    newest: dict[str, int | None] | None,
+) -> None:
     if not appends:
         return
-    last = _newest(conn, sorted({op.match_id for _, op in appends}))
+    last = dict(newest) if newest is not None else _newest(conn, sorted({op.match_id for _, op in appends}))
     inserts: list[tuple[Any, ...]] = []
     progress: dict[str, Progress] = {}
     for i, op in appends:
@@ -336,20 +369,25 @@ _PG_EPOCHS_FOR_SHARE = text(
     "SELECT partition, epoch, owner FROM partitions WHERE partition = ANY(CAST(:partitions AS int[])) "
     "ORDER BY partition FOR SHARE"
 )
+_PG_EPOCHS_AND_NEWEST = text(
+    "WITH fence AS (SELECT partition, epoch, owner FROM partitions "
+    "WHERE partition = ANY(CAST(:partitions AS int[])) ORDER BY partition FOR SHARE) "
+    "SELECT partition, epoch, owner, NULL, NULL FROM fence "
+    "UNION ALL SELECT NULL, NULL, NULL, m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) "
+    "FROM matches m WHERE m.id = ANY(CAST(:ids AS text[]))"
+)
 _PG_NEWEST = text(
     "SELECT m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) FROM matches m "
     "WHERE m.id = ANY(CAST(:ids AS text[]))"
 )
 
-# PostgreSQL: a whole batch in two statements, its columns sent as arrays (executemany would send
-# one statement per row, which costs the writer more than the commit).
-_PG_INSERT_EVENTS = text(
-    "INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms, epoch) "
+# PostgreSQL: a whole batch's log rows and progress rows in one statement (one round trip), its columns
+# sent as arrays (executemany would send one statement per row, which costs the writer more than the commit).
+_PG_APPEND = text(
+    "WITH logged AS (INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms, epoch) "
     "SELECT * FROM unnest(CAST(:match_id AS text[]), CAST(:seq AS int[]), CAST(:change AS int[]), "
     "CAST(:kind AS text[]), CAST(:seat AS int[]), CAST(:action AS json[]), CAST(:t_ms AS bigint[]), "
-    "CAST(:written_unix_ms AS bigint[]), CAST(:epoch AS bigint[]))"
-)
-_PG_UPDATE_MATCHES = text(
+    "CAST(:written_unix_ms AS bigint[]), CAST(:epoch AS bigint[]))) "
     "UPDATE matches SET status = v.status, void_reason = v.void_reason, deadline_unix_ms = v.deadline, "
     "clock_running = v.clock, updated_unix_ms = :now "
     "FROM unnest(CAST(:id AS text[]), CAST(:status AS text[]), CAST(:void_reason AS text[]), "
@@ -360,10 +398,10 @@ _EVENT_COLUMNS = ("match_id", "seq", "change", "kind", "seat", "action", "t_ms",
 
 
 def _pg_appends(conn: Connection, inserts: list[tuple[Any, ...]], progress: dict[str, Progress], now: int) -> None:
-    conn.execute(_PG_INSERT_EVENTS, dict(zip(_EVENT_COLUMNS, map(list, zip(*inserts, strict=True)), strict=True)))
     conn.execute(
-        _PG_UPDATE_MATCHES,
+        _PG_APPEND,
         {
+            **dict(zip(_EVENT_COLUMNS, map(list, zip(*inserts, strict=True)), strict=True)),
             "now": now,
             "id": list(progress),
             "status": [p.status for p in progress.values()],
