@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import threading
 from typing import Any
@@ -20,13 +21,18 @@ from workers.storage import LogEntry, MatchEntry, Progress
 PARTITION = 0
 
 
+def say(line: str) -> None:
+    """One whole line in one write to the pipe: the writer thread's line never lands inside another's."""
+    os.write(sys.stdout.fileno(), (line + "\n").encode())
+
+
 def hold_inside_the_next_batch() -> None:
     """The next batch of appends writes its rows, then this thread says `held` and never commits."""
     appending = writes._appends
 
     def held(conn: Any, appends: list[tuple[int, writes.AppendOp]], *args: Any) -> None:
         appending(conn, appends, *args)
-        print("held", " ".join(f"{op.match_id}:{op.entries[-1].seq}" for _, op in appends), flush=True)
+        say("held " + " ".join(f"{op.match_id}:{op.entries[-1].seq}" for _, op in appends))
         threading.Event().wait()  # until the test kills the process
 
     writes._appends = held  # type: ignore[assignment]
@@ -45,7 +51,7 @@ async def main() -> None:
     for match_id in ids:
         entry = MatchEntry(match_id, "spectacular-bid", ("Ana", "Bia"), {}, (b"a" * 32, b"b" * 32), 0, 1, PARTITION)
         await storage.create(entry, epoch)
-    print("created", flush=True)
+    say("created")
     acknowledged = 0
 
     async def play(match_id: str) -> None:
@@ -58,7 +64,7 @@ async def main() -> None:
             seq += args.group
             # the progress row says which entry is the newest: it must move with the log, in the same commit
             await storage.append_all(match_id, PARTITION, epoch, group, Progress("in_progress", None, seq, True))
-            print(f"acked {match_id} {seq}", flush=True)
+            say(f"acked {match_id} {seq}")
             acknowledged += 1
             if acknowledged == args.hold_after:
                 hold_inside_the_next_batch()

@@ -10,6 +10,7 @@ import collections
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ MATCHES = 20
 GROUP = 3
 HOLD_AFTER = 60
 """Groups acknowledged before the writer stops inside the next batch."""
+BOUND_S = 120.0
+"""Seconds the test waits for the writer to hold a batch at most (it takes about one)."""
 
 
 @pytest.fixture(params=DB_BACKENDS)
@@ -40,6 +43,8 @@ def killed_mid_batch(url: str) -> tuple[dict[str, int], dict[str, int]]:
     )  # fmt: skip
     acked: dict[str, int] = collections.defaultdict(int)
     held: dict[str, int] = {}
+    bound = threading.Timer(BOUND_S, writer.kill)  # a writer that never holds ends the reading, not the run
+    bound.start()
     try:
         assert writer.stdout is not None
         for line in writer.stdout:
@@ -52,6 +57,7 @@ def killed_mid_batch(url: str) -> tuple[dict[str, int], dict[str, int]]:
         writer.send_signal(signal.SIGKILL)
         assert writer.wait(10) == -signal.SIGKILL
     finally:
+        bound.cancel()
         stop_process(writer)
     assert held, "the writer never held a batch: nothing was tested"
     return dict(acked), held

@@ -128,8 +128,8 @@ class GroupCommitter:
                     break
                 assert isinstance(item, Op)
                 batch.append(item)
-            with self._lock:
-                batch = [op for op in batch if not op.dropped]
+            with self._lock:  # a cancelled future: its caller is giving up (its `dropped` is set next)
+                batch = [op for op in batch if not (op.dropped or op.future.cancelled())]
                 for op in batch:
                     op.taken = True
             if batch:

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from workers.leases import LeaseTable, MemberState, Taken
 from workers.sql import leases, reads, writes
@@ -47,6 +47,8 @@ class SqlStorage:
         )
         if upgrade:
             retry_locked(lambda: migrate(url, self._writing))
+        self._held: Connection | None = None
+        """The writer thread's connection, kept from batch to batch (no pool checkout and return per batch)."""
         self._writer = GroupCommitter(self._apply, max_batch=max_batch)
         self.board = leases.Board(url, sqlite_synchronous=sqlite_synchronous)
 
@@ -64,8 +66,16 @@ class SqlStorage:
 
     def _apply(self, ops: Sequence[Op]) -> list[object]:
         def once() -> list[object]:
-            with self._writing.connect() as conn, conn.begin():
-                return writes.apply(conn, ops)
+            conn = self._held or self._writing.connect()
+            try:
+                with conn.begin():
+                    outcomes = writes.apply(conn, ops)
+            except BaseException:
+                self._held = None  # back to the pool, rolled back (a broken one is replaced there)
+                conn.close()
+                raise
+            self._held = conn
+            return outcomes
 
         return retry_locked(once)
 
@@ -146,6 +156,9 @@ class SqlStorage:
 
     def _close(self) -> None:
         self._writer.close()
+        if self._held is not None:  # the writer thread has ended: nobody else uses it
+            self._held.close()
+            self._held = None
         self._writing.dispose()
         self.engine.dispose()
 
