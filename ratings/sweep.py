@@ -133,7 +133,7 @@ def void_in_log(engine: Engine, match_id: str, reason: str, now: int) -> bool:
         epoch = conn.execute(select(p.c.epoch).where(p.c.partition == partition)).scalar()
         at = max(int(last_t or 0), now - int(created))
         entry = LogEntry(int(seq or 0) + 1, int(change or 0) + 1, "void", None, {"reason": reason}, at)
-        op = writes.AppendOp(match_id, partition, int(epoch or 0), entry, Progress("voided", reason, None, False))
+        op = writes.AppendOp(match_id, partition, int(epoch or 0), (entry,), Progress("voided", reason, None, False))
         (outcome,) = writes.apply(conn, [op])
         if isinstance(outcome, BaseException):
             log.info("match %s: not voided by the sweep (%s)", match_id, outcome)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,14 +51,16 @@ class Gated:
     def arm(self, point: str) -> None:
         self.point, self.reached, self.go = point, asyncio.Event(), asyncio.Event()
 
-    async def append(self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress) -> None:
+    async def append_all(
+        self, match_id: str, partition: int, epoch: int, entries: Sequence[LogEntry], progress: Progress
+    ) -> None:
         point, self.point = self.point, None
         if point == "before":
             self.reached.set()
             await self.go.wait()
         if point == "fail_before":
             raise OSError("the disk is full")
-        await self.inner.append(match_id, partition, epoch, entry, progress)
+        await self.inner.append_all(match_id, partition, epoch, entries, progress)
         if point == "after":
             self.reached.set()
             await self.go.wait()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -31,10 +31,12 @@ class BrokenDisk(MemoryStorage):
 
     broken = False
 
-    async def append(self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress) -> None:
+    async def append_all(
+        self, match_id: str, partition: int, epoch: int, entries: Sequence[LogEntry], progress: Progress
+    ) -> None:
         if self.broken:
             raise OSError(28, "No space left on device")
-        await super().append(match_id, partition, epoch, entry, progress)
+        await super().append_all(match_id, partition, epoch, entries, progress)
 
 
 class Buggy(MatchHost):

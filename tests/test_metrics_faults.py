@@ -5,6 +5,7 @@ log append (`storage_error`), and a timer on time (lateness observed, no fault).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import pytest
 from prometheus_client import REGISTRY
@@ -99,10 +100,12 @@ def test_recovery_after_a_long_outage_counts_worker_down() -> None:
 
 
 class FailingStorage(MemoryStorage):
-    async def append(self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress) -> None:
-        if entry.kind == "command":
+    async def append_all(
+        self, match_id: str, partition: int, epoch: int, entries: Sequence[LogEntry], progress: Progress
+    ) -> None:
+        if any(entry.kind == "command" for entry in entries):
             raise OSError("disk full")
-        await super().append(match_id, partition, epoch, entry, progress)
+        await super().append_all(match_id, partition, epoch, entries, progress)
 
 
 def test_a_failed_append_counts_a_storage_error() -> None:

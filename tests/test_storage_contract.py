@@ -85,6 +85,33 @@ def test_seq_unique_and_increasing(backend: Backend) -> None:
     run(body)
 
 
+def test_append_all_commits_every_entry_or_none(backend: Backend) -> None:
+    """A command and the deal it calls for are one `append_all`: both are logged, or (one out of sequence,
+    fenced out) neither is, and the progress moves only with them."""
+
+    async def body() -> None:
+        s = await backend.open()
+        epoch = (await s.claim("w0", [P]))[P]
+        await s.create(match("m1"), epoch)
+        dealt = Progress("in_progress", None, 1_700_000_090_000, True)
+        await s.append_all("m1", P, epoch, [step(1), step(2, "deal", None)], dealt)
+        with pytest.raises(ValueError, match="seq 3 after 3"):
+            await s.append_all("m1", P, epoch, [step(3), step(3, "deal", None)], Progress("finished"))
+        with pytest.raises(ValueError, match="seq 2 after 2"):
+            await s.append_all("m1", P, epoch, [step(2), step(4)], Progress("finished"))
+        moved = (await s.claim("w1", [P]))[P]
+        with pytest.raises(FencedOut):
+            await s.append_all("m1", P, epoch, [step(3), step(4, "deal", None)], Progress("finished"))
+        assert await s.log("m1") == [step(1), step(2, "deal", None)]
+        [stored] = await s.unfinished([P])
+        assert stored.progress == dealt
+        await s.append_all("m1", P, moved, [step(3), step(4, "deal", None)], RUNNING)
+        assert [e.seq for e in await s.log("m1")] == [1, 2, 3, 4]
+        await s.close()
+
+    run(body)
+
+
 def test_unfinished_snapshot_later_entries_and_filters(backend: Backend) -> None:
     async def body() -> None:
         s = await backend.open()

@@ -34,6 +34,8 @@ T = TypeVar("T")
 
 Pending = tuple[str, Seat | None, dict[str, JSON], Millis]
 """A step to log: kind, seat, action, time."""
+Change = tuple[Match, list[Pending], list[Commitment]]
+"""A change to log: the match after it, its steps, and the commitments of the deals it makes."""
 SNAPSHOT_EVERY = 64
 """Changes between snapshots: recovery replays at most this many steps per match."""
 RETRY_S = 0.2
@@ -211,43 +213,46 @@ class MatchActor(Published):
     # --- inside the actor (every method below runs in the mailbox) -----------------------------
 
     async def _commit(self, match: Match, steps: list[Pending], now: Millis) -> None:
-        """Write the steps, then make the change visible; a deal it calls for is a change of its own,
-        so every watcher sees how a round ended before the next deal replaces it. Once the steps are
-        committed the change stands: a deal that cannot be written now is written at the next turn."""
+        """Write the steps and the deal they call for in one transaction (both or neither), then make each
+        change visible in turn: a deal is a change of its own, so every watcher sees how a round ended
+        before the next deal replaces it."""
         if not steps:
             await self._deal_due(now)
             return
-        await self._write(match, steps, [])
-        try:
-            await self._deal_due(now)
-        except FencedOut:
-            pass  # the change stands; whoever owns the partition now deals
-        except Unavailable:
-            self.stale = True
+        await self._write([(match, steps, []), *self._deals(match, now)])
 
     async def _deal_due(self, now: Millis) -> None:
-        current = self.match
+        """Write the deal the match calls for now (a start, or one the last change left unwritten)."""
+        deals = self._deals(self.match, now)
+        if deals:
+            await self._write(deals)
+
+    def _deals(self, current: Match, now: Millis) -> list[Change]:
+        """The deals `current` calls for, each a change of its own, dealt but not yet written."""
+        deals: list[Change] = []
         while self.game.needs_deal(current.state):
             order = shuffled(self.game.deck_size(current.state))  # the OS CSPRNG, one call a deal
             deal = self.game.deal_from(current.state, order)
             dealt = self.game.deal_json(deal)
             commitment = Commitment.of(dealt)
             current, _ = current.deal(deal, now)
-            step: Pending = ("deal", None, {"deal": dealt, "salt": commitment.salt.hex()}, now)
-            await self._write(current, [step], [commitment])
+            deals.append((current, [("deal", None, {"deal": dealt, "salt": commitment.salt.hex()}, now)], [commitment]))
+        return deals
 
-    async def _write(self, match: Match, steps: list[Pending], commitments: list[Commitment]) -> None:
-        """Append one change's steps to the log; only once they are committed is the change published.
-        A write whose outcome is unknown (the storage failed mid-commit) is settled by reading the log."""
+    async def _write(self, changes: list[Change]) -> None:
+        """Append these changes' steps to the log in one commit; only once they are committed is each change
+        published. A write whose outcome is unknown (the storage failed mid-commit) is settled by reading
+        the log."""
         change = self.seq + 1
-        first = self.position.logged + 1
-        entries = [LogEntry(first + i, change, *step) for i, step in enumerate(steps)]
-        progress = self.progress(match)
+        entries: list[LogEntry] = []
+        for n, (_, steps, _) in enumerate(changes):
+            for step in steps:
+                entries.append(LogEntry(self.position.logged + len(entries) + 1, change + n, *step))
+        progress = self.progress(changes[-1][0])
         try:
-            for entry in entries:
-                started = time.perf_counter()
-                await self.storage.append(self.match_id, self.entry.partition, self.epoch, entry, progress)
-                metrics.LOG_COMMIT.observe(time.perf_counter() - started)
+            started = time.perf_counter()
+            await self.storage.append_all(self.match_id, self.entry.partition, self.epoch, entries, progress)
+            metrics.LOG_COMMIT.observe(time.perf_counter() - started)
         except FencedOut as fenced:
             log.error("match %s: %s; this worker stops serving it", self.match_id, fenced)
             if self.hosting.on_fenced is not None:  # once this change's caller has its answer (wrong_owner: not done)
@@ -260,12 +265,13 @@ class MatchActor(Published):
             if await self._caught_up_with(entries):
                 return  # it was committed after all: published by the catch-up
             raise Unavailable(f"match {self.match_id}: the change could not be stored; send it again") from None
-        was_over = self.match.over
-        self.position.match = match
-        self.position.commitments.extend(commitments)
-        self.position.logged = entries[-1].seq
-        self.position.change = change
-        await self._published(was_over)
+        for match, steps, commitments in changes:
+            was_over = self.match.over
+            self.position.match = match
+            self.position.commitments.extend(commitments)
+            self.position.logged += len(steps)
+            self.position.change += 1
+            await self._published(was_over)
 
     async def _published(self, was_over: bool) -> None:
         """A change is in the log and in memory: tell the watchers, re-arm the timer, run the hooks."""

@@ -8,6 +8,7 @@ processes that both believe they own a partition never both write one match.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -147,10 +148,15 @@ class Storage(Protocol):
         """Move a match's time origin (`created_unix_ms`: its start); only while nothing is logged."""
         ...
 
-    async def append(
-        self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress
-    ) -> None:
+    async def append(self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress) -> None:
         """Commit one change and the match's new progress; raises `FencedOut` if the epoch moved on."""
+        ...
+
+    async def append_all(
+        self, match_id: str, partition: int, epoch: int, entries: Sequence[LogEntry], progress: Progress
+    ) -> None:
+        """Commit these entries, in order, and the match's progress after them, in one transaction: all of
+        them or none (a command and the deal it calls for); raises `FencedOut` if the epoch moved on."""
         ...
 
     async def snapshot(self, match_id: str, partition: int, epoch: int, snapshot: Snapshot) -> None: ...
@@ -260,14 +266,20 @@ class MemoryStorage:
             raise ValueError(f"match {match_id} has started: its origin stays")
         self.matches[match_id] = replace(self.matches[match_id], created_unix_ms=origin_unix_ms)
 
-    async def append(
-        self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress
+    async def append(self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress) -> None:
+        await self.append_all(match_id, partition, epoch, (entry,), progress)
+
+    async def append_all(
+        self, match_id: str, partition: int, epoch: int, entries: Sequence[LogEntry], progress: Progress
     ) -> None:
         self._fence(partition, epoch)
         log = self.logs[match_id]
-        if log and log[-1].seq >= entry.seq:
-            raise ValueError(f"match {match_id}: seq {entry.seq} after {log[-1].seq}")
-        log.append(entry)
+        last = log[-1].seq if log else None
+        for entry in entries:
+            if last is not None and last >= entry.seq:
+                raise ValueError(f"match {match_id}: seq {entry.seq} after {last}")
+            last = entry.seq
+        log.extend(entries)
         self.progress[match_id] = progress
 
     async def snapshot(self, match_id: str, partition: int, epoch: int, snapshot: Snapshot) -> None:

@@ -1,12 +1,16 @@
 """Group commit: one writer thread turns the writes queued by many coroutines into few transactions.
 
-Every write is an op with a `concurrent.futures.Future`. The writer thread takes the first op waiting,
-then every other op already queued (up to `max_batch`), and hands them to `apply` as one batch: one
-transaction, one commit, one fsync. While a batch commits the next one queues up, so batches grow with
-the load by themselves and no op ever waits on a timer (zero added latency when idle). Each op's
-future resolves only after its batch committed; `apply` reports per op, so an op it refuses (fenced
-out, out of sequence) fails alone while the others commit. If the transaction itself fails, each op of
-the batch is retried in a transaction of its own, so one bad op cannot sink its neighbours.
+Every write is an op with an asyncio future of its caller's loop. The writer thread takes the first op
+waiting, then every other op already queued (up to `max_batch`), and hands them to `apply` as one batch:
+one transaction, one commit, one fsync. While a batch commits the next one queues up, so batches grow with
+the load by themselves and no op ever waits on a timer (zero added latency when idle). The ops' futures
+resolve only after their batch committed, all of a batch in one callback on their loop (one wake-up of
+the loop per batch, not one per op); `apply` reports per op, so an op it refuses (fenced out, out of
+sequence) fails alone while the others commit. If the transaction itself fails, each op of the batch is
+retried in a transaction of its own, so one bad op cannot sink its neighbours.
+
+An op whose caller gave up (cancelled) before the writer took it is never written; one taken already may
+be committed, as with any write whose answer was lost.
 
 Ops marked `solo` (claims) run in a transaction of their own, in queue order.
 """
@@ -14,11 +18,11 @@ Ops marked `solo` (claims) run in a transaction of their own, in queue order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,10 +33,11 @@ class Op:
     """A write waiting for the writer thread; subclasses carry what to write."""
 
     solo = False
-    future: Future[Any]
-
-    def __init__(self) -> None:
-        self.future = Future()
+    future: asyncio.Future[Any]
+    taken = False
+    """The writer took it into a batch (under the committer's lock): a cancel no longer stops it."""
+    dropped = False
+    """Its caller gave up before the writer took it (under the committer's lock): it is skipped."""
 
 
 Apply = Callable[[Sequence[Op]], list[object]]
@@ -48,6 +53,17 @@ class Stats:
 
 
 _STOP = object()
+
+
+def _settle(ops: Sequence[Op], outcomes: Sequence[object]) -> None:
+    """On the ops' loop: hand each waiting caller its op's outcome (a caller that gave up is skipped)."""
+    for op, outcome in zip(ops, outcomes, strict=True):
+        if op.future.done():
+            continue
+        if isinstance(outcome, BaseException):
+            op.future.set_exception(outcome)
+        else:
+            op.future.set_result(outcome)
 
 
 @dataclass
@@ -67,11 +83,17 @@ class GroupCommitter:
 
     async def submit(self, op: Op) -> Any:
         """Queue `op` and wait (without blocking the event loop) until its batch committed."""
+        op.future = asyncio.get_running_loop().create_future()
         with self._lock:
             if self._closed:
                 raise RuntimeError("storage is closed")
             self._queue.put(op)
-        return await asyncio.wrap_future(op.future)
+        try:
+            return await op.future
+        except asyncio.CancelledError:
+            with self._lock:
+                op.dropped = not op.taken
+            raise
 
     def close(self) -> None:
         """Let the queued ops commit, then stop the thread (blocking: call it off the event loop)."""
@@ -106,27 +128,35 @@ class GroupCommitter:
                     break
                 assert isinstance(item, Op)
                 batch.append(item)
-            self._commit([op for op in batch if op.future.set_running_or_notify_cancel()])
+            with self._lock:  # a cancelled future: its caller is giving up (its `dropped` is set next)
+                batch = [op for op in batch if not (op.dropped or op.future.cancelled())]
+                for op in batch:
+                    op.taken = True
+            if batch:
+                self._answer(batch, self._outcomes(batch))
 
-    def _commit(self, batch: list[Op]) -> None:
-        if not batch:
-            return
+    def _outcomes(self, batch: list[Op]) -> list[object]:
+        """Per op, its result or its exception: the batch in one transaction, or each alone if that fails."""
         try:
             outcomes = self.apply(batch)
         except Exception as exc:
             if len(batch) == 1:
-                batch[0].future.set_exception(exc)
-                return
+                return [exc]
             log.warning("a batch of %d writes failed (%s); retrying each alone", len(batch), exc)
             self.stats.retried += 1
-            for op in batch:
-                self._commit([op])
-            return
+            return [self._outcomes([op])[0] for op in batch]
         self.stats.batches += 1
         self.stats.ops += len(batch)
         self.stats.largest = max(self.stats.largest, len(batch))
+        return outcomes
+
+    def _answer(self, batch: list[Op], outcomes: list[object]) -> None:
+        """Wake each loop that waits on the batch once, with all of its ops' outcomes."""
+        by_loop: dict[asyncio.AbstractEventLoop, tuple[list[Op], list[object]]] = {}
         for op, outcome in zip(batch, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                op.future.set_exception(outcome)
-            else:
-                op.future.set_result(outcome)
+            ops, results = by_loop.setdefault(op.future.get_loop(), ([], []))
+            ops.append(op)
+            results.append(outcome)
+        for loop, (ops, results) in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these answers any more
+                loop.call_soon_threadsafe(_settle, ops, results)

@@ -94,15 +94,18 @@ def make_engine(
     sqlite_synchronous: str | None = None,
     pool_size: int | None = None,
     busy_timeout_s: float | None = None,
+    pre_ping: bool = True,
 ) -> Engine:
     """An engine for `url` that has connected once; `DatabaseUnusable` when it cannot.
     `pool_size`: connections kept (default 5 on PostgreSQL, 8 on SQLite), as many more on demand.
     `busy_timeout_s`: how long SQLite's own busy handler waits for the write lock (default 30 s; 0: the
-    caller retries itself, see workers/sql/leases.py)."""
+    caller retries itself, see workers/sql/leases.py).
+    `pre_ping`: PostgreSQL, a round trip at every checkout to find a connection the server dropped (off for
+    the group commit's writer, which retries a failed batch op by op on a new connection anyway)."""
     parsed = parse_url(url)
     shown = parsed.render_as_string(hide_password=True)
     try:
-        engine = _engine(url, sqlite_synchronous, pool_size, busy_timeout_s)
+        engine = _engine(url, sqlite_synchronous, pool_size, busy_timeout_s, pre_ping)
     except (NoSuchModuleError, ImportError) as error:
         raise DatabaseUnusable(
             f"{shown}: no driver for {parsed.drivername!r} ({error}; expected {URL_FORMS})"
@@ -139,12 +142,12 @@ def _reason(error: DBAPIError) -> str:
 
 
 def _engine(
-    url: str, sqlite_synchronous: str | None, pool_size: int | None, busy_timeout_s: float | None
+    url: str, sqlite_synchronous: str | None, pool_size: int | None, busy_timeout_s: float | None, pre_ping: bool
 ) -> Engine:
     """An engine for `url`; for SQLite with WAL, fsync policy, foreign keys and explicit transactions."""
     if not is_sqlite(url):
         size = pool_size or 5
-        return create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=size, connect_args=PG_CONNECT)
+        return create_engine(url, pool_pre_ping=pre_ping, pool_size=size, max_overflow=size, connect_args=PG_CONNECT)
     synchronous = (sqlite_synchronous or os.environ.get("TABLEHALL_SQLITE_SYNCHRONOUS") or "FULL").upper()
     if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
         raise ValueError(f"SQLite synchronous mode {synchronous!r}: OFF, NORMAL, FULL or EXTRA")

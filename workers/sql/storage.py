@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from workers.leases import LeaseTable, MemberState, Taken
 from workers.sql import leases, reads, writes
@@ -37,15 +37,18 @@ class SqlStorage:
     ) -> None:
         self.url = url
         self.engine: Engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
-        # SQLite: the writer (and the migration, which takes the write lock too) on their own connection,
-        # which tries the lock every millisecond itself (a worker starting beside busy ones waited seconds)
+        # The writer (and the migration) on a connection of their own. SQLite: it tries the write lock every
+        # millisecond itself (a worker starting beside busy ones waited seconds). PostgreSQL: no ping round
+        # trip before every batch (a batch that meets a dropped connection is retried op by op, reconnected)
         self._writing = (
             make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=1, busy_timeout_s=0)
             if is_sqlite(self.engine)
-            else self.engine
+            else make_engine(url, pool_size=1, pre_ping=False)
         )
         if upgrade:
             retry_locked(lambda: migrate(url, self._writing))
+        self._held: Connection | None = None
+        """The writer thread's connection, kept from batch to batch (no pool checkout and return per batch)."""
         self._writer = GroupCommitter(self._apply, max_batch=max_batch)
         self.board = leases.Board(url, sqlite_synchronous=sqlite_synchronous)
 
@@ -63,8 +66,16 @@ class SqlStorage:
 
     def _apply(self, ops: Sequence[Op]) -> list[object]:
         def once() -> list[object]:
-            with self._writing.connect() as conn, conn.begin():
-                return writes.apply(conn, ops)
+            conn = self._held or self._writing.connect()
+            try:
+                with conn.begin():
+                    outcomes = writes.apply(conn, ops)
+            except BaseException:
+                self._held = None  # back to the pool, rolled back (a broken one is replaced there)
+                conn.close()
+                raise
+            self._held = conn
+            return outcomes
 
         return retry_locked(once)
 
@@ -84,10 +95,13 @@ class SqlStorage:
     async def reschedule(self, match_id: str, partition: int, epoch: int, origin_unix_ms: int) -> None:
         await self._writer.submit(writes.RescheduleOp(match_id, partition, epoch, origin_unix_ms))
 
-    async def append(
-        self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress
+    async def append(self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress) -> None:
+        await self._writer.submit(writes.AppendOp(match_id, partition, epoch, (entry,), progress))
+
+    async def append_all(
+        self, match_id: str, partition: int, epoch: int, entries: Sequence[LogEntry], progress: Progress
     ) -> None:
-        await self._writer.submit(writes.AppendOp(match_id, partition, epoch, entry, progress))
+        await self._writer.submit(writes.AppendOp(match_id, partition, epoch, tuple(entries), progress))
 
     async def snapshot(self, match_id: str, partition: int, epoch: int, snapshot: Snapshot) -> None:
         await self._writer.submit(writes.SnapshotOp(match_id, partition, epoch, snapshot))
@@ -142,9 +156,11 @@ class SqlStorage:
 
     def _close(self) -> None:
         self._writer.close()
+        if self._held is not None:  # the writer thread has ended: nobody else uses it
+            self._held.close()
+            self._held = None
         self._writing.dispose()
         self.engine.dispose()
-
 
 
 if TYPE_CHECKING:

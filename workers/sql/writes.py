@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, select, text, update
+from sqlalchemy import Connection, bindparam, select, text, update
 from sqlalchemy import Table as SaTable
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -43,11 +43,14 @@ class CreateOp(Fenced):
 
 
 class AppendOp(Fenced):
-    def __init__(self, match_id: str, partition: int, epoch: int, entry: LogEntry, progress: Progress) -> None:
+    """Entries of one match, in order, and its progress after them: all of them are written, or none."""
+
+    def __init__(
+        self, match_id: str, partition: int, epoch: int, entries: tuple[LogEntry, ...], progress: Progress
+    ) -> None:
         super().__init__()
-        self.match_id, self.partition, self.epoch, self.entry, self.progress = (
-            match_id, partition, epoch, entry, progress
-        )
+        self.match_id, self.partition, self.epoch = match_id, partition, epoch
+        self.entries, self.progress = entries, progress
 
 
 class SnapshotOp(Fenced):
@@ -109,10 +112,10 @@ def apply(conn: Connection, ops: Sequence[Op]) -> list[object]:
         _create_many(conn, ops[0], now_ms())  # raises, so the transaction writes nothing, on any refusal
         return out
     now = now_ms()
-    live = _fence(conn, ops, out)
+    live, newest = _fence(conn, ops, out)
     _creates(conn, [(i, op) for i, op in live if isinstance(op, CreateOp)], out, now)
     _reschedules(conn, [(i, op) for i, op in live if isinstance(op, RescheduleOp)], out)
-    _appends(conn, [(i, op) for i, op in live if isinstance(op, AppendOp) and out[i] is None], out, now)
+    _appends(conn, [(i, op) for i, op in live if isinstance(op, AppendOp) and out[i] is None], out, now, newest)
     _snapshots(conn, [(i, op) for i, op in live if isinstance(op, SnapshotOp)], out, now)
     _heartbeats(conn, [op for op in ops if isinstance(op, HeartbeatOp)])
     return out
@@ -143,14 +146,30 @@ def _epochs(conn: Connection, partitions: set[int], lock: bool) -> dict[int, tup
     if lock and conn.dialect.name == "postgresql":  # every batch: a prepared text statement, no compiling
         found: list[Any] = list(conn.execute(_PG_EPOCHS_FOR_SHARE, {"partitions": sorted(partitions)}))
         return {p: (epoch, owner) for p, epoch, owner in found}
+    if lock:  # SQLite, every batch: the driver's own statement (the transaction holds the write lock)
+        cursor = _driver_cursor(conn)
+        held = cursor.execute(_SQLITE_EPOCHS.format(marks=", ".join("?" * len(partitions))), sorted(partitions))
+        epochs = {p: (epoch, owner) for p, epoch, owner in held.fetchall()}
+        cursor.close()
+        return epochs
     t = m.partitions
     query = select(t.c.partition, t.c.epoch, t.c.owner).where(t.c.partition.in_(sorted(partitions)))
     return {p: (epoch, owner) for p, epoch, owner in rows(conn, query.order_by(t.c.partition))}
 
 
-def _fence(conn: Connection, ops: Sequence[Op], out: list[object]) -> list[tuple[int, Fenced]]:
+def _fence(
+    conn: Connection, ops: Sequence[Op], out: list[object]
+) -> tuple[list[tuple[int, Fenced]], dict[str, int | None] | None]:
+    """The ops whose partition is still at their epoch (the others fail `FencedOut`); on PostgreSQL, with
+    the newest seq of every match the batch appends to, read by the same statement (one round trip)."""
     fenced = [(i, op) for i, op in enumerate(ops) if isinstance(op, Fenced)]
-    epochs = _epochs(conn, {op.partition for _, op in fenced}, lock=True)
+    partitions = {op.partition for _, op in fenced}
+    appending = sorted({op.match_id for _, op in fenced if isinstance(op, AppendOp)})
+    newest: dict[str, int | None] | None = None
+    if appending and conn.dialect.name == "postgresql":
+        epochs, newest = _pg_epochs_and_newest(conn, partitions, appending)
+    else:
+        epochs = _epochs(conn, partitions, lock=True)
     live = []
     for i, op in fenced:
         epoch, owner = epochs.get(op.partition, (0, None))
@@ -160,7 +179,24 @@ def _fence(conn: Connection, ops: Sequence[Op], out: list[object]) -> list[tuple
             )
         else:
             live.append((i, op))
-    return live
+    return live, newest
+
+
+def _pg_epochs_and_newest(
+    conn: Connection, partitions: set[int], ids: list[str]
+) -> tuple[dict[int, tuple[int, str]], dict[str, int | None]]:
+    """The partitions' epochs (locked `FOR SHARE`, as `_epochs`) and the matches' newest seqs (as `_newest`)
+    in one statement. Its snapshot may predate a claim the lock then waited for: the epoch read is the
+    claim's, so such a batch is fenced out, whatever its snapshot says about the log."""
+    epochs: dict[int, tuple[int, str]] = {}
+    newest: dict[str, int | None] = {}
+    found: list[Any] = list(conn.execute(_PG_EPOCHS_AND_NEWEST, {"partitions": sorted(partitions), "ids": ids}))
+    for partition, epoch, owner, match_id, seq in found:
+        if match_id is None:
+            epochs[partition] = (epoch, owner)
+        else:
+            newest[match_id] = seq
+    return epochs, newest
 
 
 def _existing(conn: Connection, match_ids: set[str]) -> set[str]:
@@ -252,110 +288,120 @@ def _insert_matches(conn: Connection, accepted: list[MatchEntry], now: int) -> N
     )
 
 
-def _appends(conn: Connection, appends: list[tuple[int, AppendOp]], out: list[object], now: int) -> None:
+def _appends(
+    conn: Connection,
+    appends: list[tuple[int, AppendOp]],
+    out: list[object],
+    now: int,
+    newest: dict[str, int | None] | None,
+) -> None:
     if not appends:
         return
-    ev = m.events
-    # Per match a backwards scan of the (match_id, seq) key: cheap however long the logs grow.
-    ids = sorted({op.match_id for _, op in appends})
-    found: list[Any]
-    if conn.dialect.name == "postgresql":
-        found = list(conn.execute(_PG_NEWEST, {"ids": ids}))
-    else:
-        newest = select(func.max(ev.c.seq)).where(ev.c.match_id == m.matches.c.id).scalar_subquery()
-        found = rows(conn, select(m.matches.c.id, newest).where(m.matches.c.id.in_(ids)))
-    last: dict[str, int | None] = {match_id: seq for match_id, seq in found}
-    inserts: list[dict[str, Any]] = []
+    last = dict(newest) if newest is not None else _newest(conn, sorted({op.match_id for _, op in appends}))
+    inserts: list[tuple[Any, ...]] = []
     progress: dict[str, Progress] = {}
     for i, op in appends:
         if op.match_id not in last:
             out[i] = KeyError(op.match_id)
             continue
         before = last[op.match_id]
-        if before is not None and before >= op.entry.seq:
-            out[i] = ValueError(f"match {op.match_id}: seq {op.entry.seq} after {before}")
-            continue
-        last[op.match_id] = op.entry.seq
-        progress[op.match_id] = op.progress
-        e = op.entry
-        inserts.append(
-            {
-                "match_id": op.match_id,
-                "seq": e.seq,
-                "change": e.change,
-                "kind": e.kind,
-                "seat": e.seat,
-                "action": e.action,
-                "t_ms": e.t_ms,
-                "written_unix_ms": now,
-                "epoch": op.epoch,
-            }
-        )
+        for e in op.entries:
+            if before is not None and before >= e.seq:
+                out[i] = ValueError(f"match {op.match_id}: seq {e.seq} after {before}")
+                break
+            before = e.seq
+        else:
+            last[op.match_id] = before
+            progress[op.match_id] = op.progress
+            inserts.extend(
+                (op.match_id, e.seq, e.change, e.kind, e.seat, json.dumps(e.action), e.t_ms, now, op.epoch)
+                for e in op.entries
+            )
     if not inserts:
         return
     if conn.dialect.name == "postgresql":
         _pg_appends(conn, inserts, progress, now)
         return
-    conn.execute(ev.insert(), inserts)
-    t = m.matches
-    conn.execute(
-        update(t)
-        .where(t.c.id == bindparam("b_id"))
-        .values(
-            status=bindparam("b_status"),
-            void_reason=bindparam("b_void_reason"),
-            deadline_unix_ms=bindparam("b_deadline"),
-            clock_running=bindparam("b_clock"),
-            updated_unix_ms=bindparam("b_now"),
-        ),
-        [
-            {
-                "b_id": match_id,
-                "b_status": p.status,
-                "b_void_reason": p.void_reason,
-                "b_deadline": p.deadline_unix_ms,
-                "b_clock": p.clock_running,
-                "b_now": now,
-            }
-            for match_id, p in progress.items()
-        ],
+    cursor = _driver_cursor(conn)
+    cursor.executemany(_SQLITE_INSERT_EVENTS, inserts)
+    cursor.executemany(
+        _SQLITE_UPDATE_MATCHES,
+        [(p.status, p.void_reason, p.deadline_unix_ms, p.clock_running, now, m) for m, p in progress.items()],
     )
+    cursor.close()
 
+
+def _newest(conn: Connection, ids: list[str]) -> dict[str, int | None]:
+    """Per match of `ids` that exists, its newest seq (None: nothing logged yet); a backwards scan of the
+    (match_id, seq) key per match: cheap however long the logs grow."""
+    if conn.dialect.name == "postgresql":
+        found: list[Any] = list(conn.execute(_PG_NEWEST, {"ids": ids}))
+        return {match_id: seq for match_id, seq in found}
+    cursor = _driver_cursor(conn)
+    newest = cursor.execute(_SQLITE_NEWEST.format(marks=", ".join("?" * len(ids))), ids).fetchall()
+    cursor.close()
+    return dict(newest)
+
+
+def _driver_cursor(conn: Connection) -> Any:
+    """A cursor of the driver itself, in the transaction `conn` has open: the log's writes on SQLite are
+    plain statements whose rows go to the driver as tuples, without SQLAlchemy's work per row (the writer
+    thread holds the GIL for that work, and the event loop waits for it)."""
+    return conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+
+
+# SQLite: the log's writes as the driver's own statements (JSON as `json.dumps` writes it, as SQLAlchemy did).
+_SQLITE_EPOCHS = "SELECT partition, epoch, owner FROM partitions WHERE partition IN ({marks})"
+_SQLITE_NEWEST = (
+    "SELECT m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) FROM matches m WHERE m.id IN ({marks})"
+)
+_SQLITE_INSERT_EVENTS = (
+    "INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms, epoch) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SQLITE_UPDATE_MATCHES = (
+    "UPDATE matches SET status = ?, void_reason = ?, deadline_unix_ms = ?, clock_running = ?, updated_unix_ms = ? "
+    "WHERE id = ?"
+)
 
 # PostgreSQL: what every batch reads, as text statements (no statement to build and compile per batch).
 _PG_EPOCHS_FOR_SHARE = text(
     "SELECT partition, epoch, owner FROM partitions WHERE partition = ANY(CAST(:partitions AS int[])) "
     "ORDER BY partition FOR SHARE"
 )
+_PG_EPOCHS_AND_NEWEST = text(
+    "WITH fence AS (SELECT partition, epoch, owner FROM partitions "
+    "WHERE partition = ANY(CAST(:partitions AS int[])) ORDER BY partition FOR SHARE) "
+    "SELECT partition, epoch, owner, NULL, NULL FROM fence "
+    "UNION ALL SELECT NULL, NULL, NULL, m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) "
+    "FROM matches m WHERE m.id = ANY(CAST(:ids AS text[]))"
+)
 _PG_NEWEST = text(
     "SELECT m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) FROM matches m "
     "WHERE m.id = ANY(CAST(:ids AS text[]))"
 )
 
-# PostgreSQL: a whole batch in two statements, its columns sent as arrays (executemany would send
-# one statement per row, which costs the writer more than the commit).
-_PG_INSERT_EVENTS = text(
-    "INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms, epoch) "
+# PostgreSQL: a whole batch's log rows and progress rows in one statement (one round trip), its columns
+# sent as arrays (executemany would send one statement per row, which costs the writer more than the commit).
+_PG_APPEND = text(
+    "WITH logged AS (INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms, epoch) "
     "SELECT * FROM unnest(CAST(:match_id AS text[]), CAST(:seq AS int[]), CAST(:change AS int[]), "
     "CAST(:kind AS text[]), CAST(:seat AS int[]), CAST(:action AS json[]), CAST(:t_ms AS bigint[]), "
-    "CAST(:written_unix_ms AS bigint[]), CAST(:epoch AS bigint[]))"
-)
-_PG_UPDATE_MATCHES = text(
+    "CAST(:written_unix_ms AS bigint[]), CAST(:epoch AS bigint[]))) "
     "UPDATE matches SET status = v.status, void_reason = v.void_reason, deadline_unix_ms = v.deadline, "
     "clock_running = v.clock, updated_unix_ms = :now "
     "FROM unnest(CAST(:id AS text[]), CAST(:status AS text[]), CAST(:void_reason AS text[]), "
     "CAST(:deadline AS bigint[]), CAST(:clock AS boolean[])) AS v(id, status, void_reason, deadline, clock) "
     "WHERE matches.id = v.id"
 )
+_EVENT_COLUMNS = ("match_id", "seq", "change", "kind", "seat", "action", "t_ms", "written_unix_ms", "epoch")
 
 
-def _pg_appends(conn: Connection, inserts: list[dict[str, Any]], progress: dict[str, Progress], now: int) -> None:
-    columns: dict[str, list[Any]] = {name: [row[name] for row in inserts] for name in inserts[0]}
-    columns["action"] = [json.dumps(action) for action in columns["action"]]
-    conn.execute(_PG_INSERT_EVENTS, columns)
+def _pg_appends(conn: Connection, inserts: list[tuple[Any, ...]], progress: dict[str, Progress], now: int) -> None:
     conn.execute(
-        _PG_UPDATE_MATCHES,
+        _PG_APPEND,
         {
+            **dict(zip(_EVENT_COLUMNS, map(list, zip(*inserts, strict=True)), strict=True)),
             "now": now,
             "id": list(progress),
             "status": [p.status for p in progress.values()],

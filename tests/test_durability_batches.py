@@ -1,0 +1,89 @@
+"""A command and the deal it calls for are one commit (`Storage.append_all`): a process killed with -9 in
+the middle of a batch leaves every group of entries whole or absent, never half of one, and loses none
+it acknowledged. A real writing process (tests/batch_writer.py) on a real database file (or PostgreSQL):
+it stops inside a batch's transaction, its rows written, and the test kills it there."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.durability import DB_BACKENDS, REPO, database
+from tests.processes import stop_process
+from workers.sql import SqlStorage
+
+MATCHES = 20
+GROUP = 3
+HOLD_AFTER = 60
+"""Groups acknowledged before the writer stops inside the next batch."""
+BOUND_S = 120.0
+"""Seconds the test waits for the writer to hold a batch at most (it takes about one)."""
+
+
+@pytest.fixture(params=DB_BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> object:
+    with database(request.param, tmp_path) as url:
+        yield url
+
+
+def killed_mid_batch(url: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Run the writer until it holds a batch uncommitted, kill -9 it there. Per match: the newest seq it
+    acknowledged, and the newest seq of its held (never committed) batch."""
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "tests.batch_writer", url, "--matches", str(MATCHES), "--group", str(GROUP),
+         "--hold-after", str(HOLD_AFTER)],
+        cwd=REPO, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    acked: dict[str, int] = collections.defaultdict(int)
+    held: dict[str, int] = {}
+    bound = threading.Timer(BOUND_S, writer.kill)  # a writer that never holds ends the reading, not the run
+    bound.start()
+    try:
+        assert writer.stdout is not None
+        for line in writer.stdout:
+            word, *rest = line.split()
+            if word == "acked":
+                acked[rest[0]] = max(acked[rest[0]], int(rest[1]))
+            elif word == "held":
+                held = {match_id: int(seq) for match_id, seq in (part.split(":") for part in rest)}
+                break
+        writer.send_signal(signal.SIGKILL)
+        assert writer.wait(10) == -signal.SIGKILL
+    finally:
+        bound.cancel()
+        stop_process(writer)
+    assert held, "the writer never held a batch: nothing was tested"
+    return dict(acked), held
+
+
+def test_kill_9_mid_batch_leaves_each_group_whole_or_absent(db_url: str) -> None:
+    acked, held = killed_mid_batch(db_url)
+    assert sum(seq // GROUP for seq in acked.values()) >= HOLD_AFTER
+
+    async def logs() -> dict[str, tuple[list[int], int | None]]:
+        storage = await SqlStorage.open(db_url)
+        try:
+            found = {}
+            for i in range(MATCHES):
+                match_id = f"b{i:03}"
+                stored = await storage.load(match_id)
+                assert stored is not None
+                found[match_id] = ([e.seq for e in await storage.log(match_id)], stored.progress.deadline_unix_ms)
+            return found
+        finally:
+            await storage.close()
+
+    for match_id, (seqs, progress) in asyncio.run(asyncio.wait_for(logs(), 60)).items():
+        assert seqs == list(range(1, len(seqs) + 1)), match_id
+        assert len(seqs) % GROUP == 0, f"{match_id}: a group was committed in part: {seqs[-GROUP:]}"
+        assert len(seqs) >= acked.get(match_id, 0), f"{match_id}: an acknowledged group was lost"
+        assert progress == (len(seqs) or None), f"{match_id}: the progress row did not move with the log"
+        if match_id in held:
+            assert len(seqs) < held[match_id], f"{match_id}: the batch killed before its commit is visible"

@@ -1,0 +1,79 @@
+"""The group committer's promises to its callers (workers/sql/batching.py), with a stand-in `apply` the
+test holds at will: a caller that gave up before its op was taken is never written, and a batch's callers
+hear of its commit through one wake-up of their loop, not one per op."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from workers.sql.batching import GroupCommitter, Op
+
+
+class Numbered(Op):
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+class Held:
+    """An `apply` that records each batch and holds the first one until `go` is set."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[int]] = []
+        self.inside = threading.Event()
+        self.go = threading.Event()
+
+    def __call__(self, ops: Sequence[Op]) -> list[object]:
+        numbers = [op.n for op in ops if isinstance(op, Numbered)]
+        self.batches.append(numbers)
+        self.inside.set()
+        self.go.wait(30)
+        return [n * 10 for n in numbers]
+
+
+def test_an_op_given_up_before_the_writer_took_it_is_never_written() -> None:
+    async def body() -> None:
+        held = Held()
+        committer = GroupCommitter(held)
+        first = asyncio.ensure_future(committer.submit(Numbered(1)))
+        await asyncio.to_thread(held.inside.wait, 30)  # the writer holds batch [1]
+        given_up = asyncio.ensure_future(committer.submit(Numbered(2)))
+        kept = asyncio.ensure_future(committer.submit(Numbered(3)))
+        await asyncio.sleep(0)  # both queued behind the held batch
+        given_up.cancel()
+        await asyncio.sleep(0)  # its caller hears of the cancel
+        held.go.set()
+        assert await first == 10 and await kept == 30
+        await asyncio.to_thread(committer.close)
+        assert held.batches == [[1], [3]]
+
+    asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def test_a_batch_wakes_its_loop_once() -> None:
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        wakes: list[Any] = []
+        threadsafe = loop.call_soon_threadsafe
+
+        def counted(callback: Any, *args: Any, **kwargs: Any) -> Any:
+            if callback.__module__ == GroupCommitter.__module__:  # not asyncio.to_thread's own answers
+                wakes.append(callback)
+            return threadsafe(callback, *args, **kwargs)
+
+        loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+        held = Held()
+        committer = GroupCommitter(held)
+        first = asyncio.ensure_future(committer.submit(Numbered(0)))
+        await asyncio.to_thread(held.inside.wait, 30)
+        rest = [asyncio.ensure_future(committer.submit(Numbered(n))) for n in range(1, 21)]
+        await asyncio.sleep(0)  # all 20 queued while the first batch commits: they form the second
+        held.go.set()
+        assert await asyncio.gather(first, *rest) == [n * 10 for n in range(21)]
+        await asyncio.to_thread(committer.close)
+        assert held.batches == [[0], list(range(1, 21))]
+        assert len(wakes) == 2  # one per batch, not one per op
+
+    asyncio.run(asyncio.wait_for(body(), 30))
