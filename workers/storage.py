@@ -43,7 +43,8 @@ class LogEntry:
     `kind` is "command" (a seat's action, as its record event), "deal" (`action` holds the deal as the
     record writes it and its commitment salt in hex) or "deadline" (the deadline timer settled what was
     due at `t_ms`). `seq` numbers the log (unique per match); `change` is the watch sequence number of
-    the published change the step belongs to (a command and the deal it triggers share one).
+    the published change the step belongs to (a deal is a change of its own, after the one that called for
+    it, so that every watcher sees how a round ended before the next deal; the two are committed together).
     """
 
     seq: int
