@@ -260,6 +260,8 @@ async function declare(page) {
 }
 
 async function move(page) {
+  // an action of ours is on its way: the controls are off until its answer (a press now would do nothing)
+  await page.waitForFunction(() => !document.querySelector(".board.busy"), null, { timeout: STEP_MS });
   const seq = await shown(page);
   if (seq.endsWith("|handover")) {
     seen.handovers += 1;

@@ -146,7 +146,7 @@ class Game {
   seq = 0n;
   view: View | null = null;
   holder: number | null = null; // shared device: the seat holding it
-  busy = false;
+  busy = false; // an action is on its way: controls are drawn disabled until its answer, never a dropped press
   starting = false; // shared device: Continue is being pressed for every seat
   drawn = 0; // render generation: a slower render never overwrites a newer one
   aborter = new AbortController();
@@ -302,8 +302,8 @@ class Game {
       banner(explain(error));
     } finally {
       this.busy = false;
+      await this.render(); // the controls come back before the board stops looking busy
       this.board.classList.remove("busy");
-      void this.render();
     }
   }
 
@@ -326,7 +326,7 @@ class Game {
     const seats = Object.keys(this.table.tokens).map(Number);
     if (!this.table.shared) {
       const seat = seats[0];
-      this.draw(view, seat === undefined ? null : this.sender(seat), seat !== undefined);
+      this.draw(view, seat === undefined || this.busy ? null : this.sender(seat), seat !== undefined);
       return;
     }
     // one shared device: a public screen, a hand-over screen, or the view of the seat holding it
@@ -342,7 +342,7 @@ class Game {
       const mine = await getView(this.table.matchId, this.table.tokens[seat]);
       if (generation !== this.drawn) return;
       this.clock.observe(mine.view);
-      this.draw(mine.view, this.sender(seat), true);
+      this.draw(mine.view, this.busy ? null : this.sender(seat), true);
     } catch (error) {
       banner(explain(error));
     }
