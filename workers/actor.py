@@ -287,7 +287,7 @@ class MatchActor(Published):
             self.hosting.on_finished(self.match_id)
         if match.over and not was_over and self.hosting.on_ended is not None:
             self.hosting.on_ended(self.match_id)
-        if self.seq % SNAPSHOT_EVERY == 0 and not match.over:
+        if self.seq % SNAPSHOT_EVERY == 0 and not match.over and self.storage.takes_snapshots:
             snapshot = Snapshot(self.seq, self.position.freeze())
             try:
                 await self.storage.snapshot(self.match_id, self.entry.partition, self.epoch, snapshot)

@@ -78,8 +78,8 @@ class Published:
         self.updates: dict[tuple[int, Seat | None, int], tuple[int, matches_pb2.Update]] = {}
         """The newest Update of each seat and form, with the clock reading it carries: every watcher of a
         seat woken by one change gets the same message (read-only once built), built once."""
-        self.sealed: list[matches_pb2.Commitment] = []
-        """The deals' commitments as messages, each built once."""
+        self.sealed: dict[int, bytes] = {}
+        """The first N deals' commitments, serialized as an Update's field, by N: each built once."""
         self.watchers: set[asyncio.Event] = set()
         self.closed = False
 
@@ -147,11 +147,8 @@ class Published:
             return cached[1]
         snapshot = self.at(seq)
         deals = len(snapshot.deals)
-        for deal in range(len(self.sealed), deals):
-            self.sealed.append(matches_pb2.Commitment(deal=deal, sha256=self.commitments[deal].sha256))
-        update = matches_pb2.Update(
-            match_id=self.match_id, seq=seq, seat=seat, commitments=self.sealed[:deals], over=snapshot.over
-        )
+        update = matches_pb2.Update(match_id=self.match_id, seq=seq, seat=seat, over=snapshot.over)
+        update.MergeFromString(self._sealed(deals))
         self.shown(seat, seq).fill(update, views)
         if seq == 0:
             update.starts_unix_ms = self.entry.created_unix_ms
@@ -160,6 +157,15 @@ class Published:
         if seq >= self.seq - 1:
             self.updates[key] = (reading, update)
         return update
+
+    def _sealed(self, deals: int) -> bytes:
+        """The first `deals` commitments as an Update's serialized field, built once (merged in C)."""
+        wire = self.sealed.get(deals)
+        if wire is None:
+            sealed = enumerate(self.commitments[:deals])
+            commitments = [matches_pb2.Commitment(deal=d, sha256=c.sha256) for d, c in sealed]
+            wire = self.sealed[deals] = matches_pb2.Update(commitments=commitments).SerializeToString()
+        return wire
 
     def wall_ms(self) -> int:
         """Unix ms from the clock that times the match's moves."""
@@ -202,9 +208,10 @@ class Published:
         raise NotImplementedError
 
     def _publish(self) -> None:
-        for key in [k for k in self.views if k[0] < self.seq - 1]:
+        kept = self.position.change - 1  # the newest two changes' views and updates stay cached
+        for key in [k for k in self.views if k[0] < kept]:
             del self.views[key]
-        for old in [k for k in self.updates if k[0] < self.seq - 1]:
+        for old in [k for k in self.updates if k[0] < kept]:
             del self.updates[old]
         self.snapshots.append(self.match)
         for wake in self.watchers:

@@ -27,6 +27,9 @@ MAX_BATCH = 1000
 
 
 class SqlStorage:
+    takes_snapshots = True
+    """A restore reads the log from the database: a snapshot spares reading and replaying all of it."""
+
     def __init__(
         self,
         url: str,
