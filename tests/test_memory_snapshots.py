@@ -1,0 +1,33 @@
+"""Snapshots only where they pay: the in-memory storage takes none (its log is replayed in process, for a
+little CPU), a database's storage does (tests/test_sql_ended.py); a long match's whole in-memory log still
+restores it exactly."""
+
+from __future__ import annotations
+
+from tests.test_ratings_db import create, play_out, run
+from workers.actor import SNAPSHOT_EVERY
+from workers.games.catalog import game_named
+from workers.host import MatchHost
+from workers.replay_log import restored
+from workers.storage import MemoryStorage
+
+
+def test_the_memory_storage_takes_no_snapshot_and_its_log_restores_the_match() -> None:
+    async def body() -> None:
+        storage = MemoryStorage()
+        assert not storage.takes_snapshots
+        host = MatchHost(storage)
+        await host.start()
+        try:
+            match_id = await create(host, "501", ["ann", "bob", "cid"], {"start_score": 300})
+            await play_out(host, match_id, 5)
+            actor = host.actors.get(match_id) or host.ended[match_id]
+            assert actor.seq > SNAPSHOT_EVERY and storage.snapshots == {}
+            stored = await storage.load(match_id)
+            game = game_named("501")
+            assert stored is not None and stored.snapshot is None and game is not None
+            assert restored(game, stored).record(match_id) == actor.record()
+        finally:
+            host.close()
+
+    run(body())
