@@ -38,16 +38,21 @@ class EmbeddedJobs:
         """None: another process owns the matches' sweeps (they still are rated from here)."""
         self.sweep_s = settings.sweep_s() if sweep_s is None else sweep_s
         self.tasks: set[asyncio.Task[object]] = set()
+        self.rating: set[str] = set()
+        """Matches whose rating is under way here: the backlog leaves them alone (it would rate each match
+        that just ended a second time, and find more of them, over and over while matches keep ending)."""
         self.sweeps = 0
 
     def on_finished(self, match_id: str) -> None:
         """The match host's hook: rate the match in a thread, off the event loop."""
+        self.rating.add(match_id)
         task = asyncio.ensure_future(self.rate(match_id))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
     async def rate(self, match_id: str) -> str:
         """Rate one match now, or leave it `held` (ratings/holds.py) for a later beat's backlog."""
+        self.rating.add(match_id)
         try:
             now = self.clock()
             if self.engine.url.database in (None, "", ":memory:"):  # private to this process: rate it here
@@ -57,20 +62,24 @@ class EmbeddedJobs:
         except Exception:
             log.exception("match %s: rating failed (the backlog retries it)", match_id)
             return "failed"
+        finally:
+            self.rating.discard(match_id)
 
-    async def tick(self) -> None:
+    async def tick(self) -> dict[str, str]:
         """One beat: the sweep, then the finished matches due and still unrated, again while that rates some
-        (a player's next match is due once the one before it is rated)."""
+        (a player's next match is due once the one before it is rated). Returns what the backlog rated, and how."""
         if self.settle is not None:
             report = await sweep_once(self.engine, self.settle)
             self.sweeps += 1
             if report.found:
                 log.info("sweep: %s", report.to_json())
+        done: dict[str, str] = {}
         while True:
             due = await asyncio.to_thread(rating.backlog, self.engine, BACKLOG, self.clock())
-            results = [await self.rate(match_id) for match_id in due]
-            if not PROGRESS.intersection(results):
-                return
+            results = {match_id: await self.rate(match_id) for match_id in due if match_id not in self.rating}
+            done |= results
+            if not PROGRESS.intersection(results.values()):
+                return done
 
     async def run(self) -> None:
         while True:
