@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +27,7 @@ from sqlalchemy import create_engine, select
 
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc
 from tablehall.client import ERROR_CODE_KEY
+from tests.ports import free_port, free_ports
 from tests.processes import stop_process
 from workers.games.catalog import game_named
 from workers.sql import models
@@ -65,29 +65,6 @@ def database(kind: str, tmp_path: Path) -> Iterator[str]:
     with postgres_database() as url:
         migrate(url)
         yield url
-
-
-def free_ports(count: int) -> int:
-    """A base port such that base .. base+count-1 are all free now (workers listen on base + ordinal)."""
-    for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = int(probe.getsockname()[1])
-        if base + count > 65535:
-            continue
-        held = []
-        try:
-            for port in range(base, base + count):
-                s = socket.socket()
-                held.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in held:
-                s.close()
-    raise RuntimeError(f"no block of {count} free ports")
 
 
 class Proc:
@@ -187,9 +164,7 @@ class Cluster:
         return proc
 
     def spawn_gateway(self) -> Proc:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.gateway_port = int(probe.getsockname()[1])
+        self.gateway_port = free_port()
         args = ["gateway", "--workers", str(self.workers), "--worker-address", "127.0.0.1:{port}"]
         proc = Proc("gateway", [*args, "--port", str(self.gateway_port)], self.env, self.log_dir, self.gateway_port)
         self.procs.append(proc)

@@ -7,7 +7,6 @@ import contextlib
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -19,19 +18,13 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.durability import free_ports
+from tests.ports import free_ports
 from tests.processes import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 MONITORING = REPO / "k8s" / "monitoring"
 
 Labels = frozenset[tuple[str, str]]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def binary(name: str) -> str:

@@ -33,7 +33,8 @@ from protos.tablehall.v1 import matches_pb2, matches_pb2_grpc
 from ratings.models import rated_matches, rating_history
 from tablehall.bots import is_over, run_bot
 from tablehall.client import Client, CreatedMatch
-from tests.durability import Db, Proc, free_ports, normal, run
+from tests.durability import Db, Proc, normal, run
+from tests.ports import free_port, free_ports
 from tests.storage_backends import postgres_database
 from workers.partitions import partition_of
 from workers.sql import models
@@ -71,12 +72,6 @@ def redis_db() -> Iterator[str]:
 def scratch_db() -> Iterator[str]:
     with postgres_database() as url:  # CREATE DATABASE tablehall_test_<random>; DROP ... WITH (FORCE) after
         yield url
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Roles:

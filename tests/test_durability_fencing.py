@@ -18,7 +18,8 @@ import pytest
 
 from protos.tablehall.v1 import host_pb2
 from tablehall.client import Client, CreatedMatch, TablehallError, action_message
-from tests.durability import DB_BACKENDS, Db, Internal, Refusal, cluster, free_ports, normal, pg_or_sqlite, run, unix_ms
+from tests.durability import DB_BACKENDS, Db, Internal, Refusal, cluster, normal, pg_or_sqlite, run, unix_ms
+from tests.ports import free_ports
 from workers.partitions import owner_of, partition_of
 
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE

@@ -5,7 +5,6 @@ the gateway, as before it (the worker loads an ended match from the log on deman
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from protos.tablehall.v1 import host_pb2, matches_pb2
 from tablehall.client import Client, CreatedMatch
 from tests.durability import DB_BACKENDS, Internal, Proc, database, run
 from tests.leased import fleet
+from tests.ports import free_port
 from workers.partitions import partition_of
 
 Reads = dict[str, bytes]
@@ -59,12 +59,6 @@ async def reads(client: Client, created: CreatedMatch) -> Reads:
         found[f"view/{name}"] = view.SerializeToString()
         found[f"watch/{name}"] = b"".join([u.SerializeToString() async for u in seat.updates(after_seq=0)])
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_ended_matches_read_the_same_after_every_worker_and_the_gateway_restart(url: str, tmp_path: Path) -> None:

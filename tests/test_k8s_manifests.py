@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +42,7 @@ from tests.k8s_support import (
     workloads,
 )
 from tests.metrics_support import binary
+from tests.ports import free_port
 from tests.processes import stop_process
 from workers.partitions import PARTITIONS
 from workers.sql.leases import Board
@@ -322,12 +322,6 @@ def test_prometheus_configuration_passes_promtool(target: str, tmp_path: Path) -
     shipped = json.loads((K8S / "monitoring" / "tablehall-dashboard.json").read_text())
     assert json.loads(dashboard["data"]["tablehall-dashboard.json"]) == shipped
     assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _health(address: str, service: str) -> int:

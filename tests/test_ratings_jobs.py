@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from ratings import rating
 from ratings.owners import in_process, over_grpc
 from ratings.sweep import sweep_once
+from tests.ports import free_port
 from tests.processes import stop_process
 from tests.storage_backends import backend_for
 from tests.test_ratings_db import F501_FAST, counts, create, hosted, new_id, play_out, run, token
@@ -170,12 +170,6 @@ class AheadClock:
 
     def __call__(self) -> int:
         return unix_ms() + self.ahead_ms
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_sweep_voids_a_match_whose_owner_was_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

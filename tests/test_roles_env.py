@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 from pathlib import Path
 
 from tablehall.client import Client
-from tests.durability import Proc, free_ports, run
+from tests.durability import Proc, run
+from tests.ports import free_port, free_ports
 from workers.partitions import owner_of
 
 WORKERS = 2
@@ -18,9 +18,7 @@ WORKERS = 2
 
 def test_gateway_and_workers_take_the_topology_from_the_environment(tmp_path: Path) -> None:
     base = free_ports(WORKERS)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        gateway_port = int(probe.getsockname()[1])
+    gateway_port = free_port()
     env = {
         **os.environ,
         "TABLEHALL_WORKERS": str(WORKERS),

@@ -28,7 +28,7 @@ from gateway.tls import ServerTls
 from tablehall.bots import run_bot
 from tablehall.client import Client, TablehallError, Tls
 from tablehall.tls_args import client_tls
-from tests.metrics_support import free_port
+from tests.ports import free_port
 from tests.processes import stop_process
 from tests.test_play_cli import ones, run_cli
 

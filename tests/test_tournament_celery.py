@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from gateway.workers import GrpcWorker, Router
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_grpc
 from tablehall.client import Client
 from tablehall.entrant import play_tournament
+from tests.ports import free_port
 from tests.storage_backends import postgres_database
 from tests.test_ratings_jobs import emptied, spawn, stop, wait_for
 from workers.sql.migrate import engine_for
@@ -30,12 +30,6 @@ REDIS = os.environ.get("TABLEHALL_TEST_TOURNAMENT_REDIS_URL", "redis://127.0.0.1
 @pytest.fixture
 def broker() -> Iterator[str]:
     yield from emptied(REDIS)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_every_task_is_registered_under_the_name_queues_and_beat_use() -> None:
