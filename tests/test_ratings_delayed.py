@@ -123,6 +123,20 @@ def lags() -> tuple[float, float]:
     return count, REGISTRY.get_sample_value("tablehall_rating_lag_seconds_sum", labels) or 0.0
 
 
+@pytest.fixture(autouse=True)
+def _rating_pool() -> Iterator[None]:
+    """The embedded ratings' process pool is shut after each test, whatever the test did."""
+    yield
+    offload.shutdown()
+
+
+async def rated_once(hall: Hall, players: tuple[str, ...], match_id: str) -> None:
+    """Each of `players` has exactly one rated game: `match_id`."""
+    _, histories, ratings = await reads(hall, players)
+    assert [[c.match_id for c in h.changes] for h in histories] == [[match_id]] * len(players)
+    assert [r.games for r in ratings] == [1] * len(players)
+
+
 def sequence(table_ranks: list[int]) -> dict[str, tuple[float, float]]:
     """openskill's ratings after the table (seats `a`, `b`), then `a` beating the outsider."""
     d0 = rating.DEFAULT_MU, rating.DEFAULT_SIGMA
@@ -177,11 +191,8 @@ def test_a_delayed_tables_rating_is_shown_only_with_its_result(backend: str, tmp
         assert other_order != pytest.approx(want["a"]), "the order matters here, so the test can tell"
         assert await jobs.rate(table) == "already"
 
-    try:
-        with database(backend, tmp_path) as url:
-            run_hall(tmp_path, body, timeout=120, url=url, clock=clock)
-    finally:
-        offload.shutdown()
+    with database(backend, tmp_path) as url:
+        run_hall(tmp_path, body, timeout=120, url=url, clock=clock)
 
 
 def in_end_order(first: str, table_ranks: tuple[int, int]) -> dict[str, tuple[float, float]]:
@@ -260,11 +271,8 @@ def test_a_casual_match_does_not_tell_that_its_players_delayed_table_ended(
         assert other["l"] != pytest.approx(want["l"]), "the order matters here (to the loser), so the test can tell"
         assert other[OUTSIDER] != pytest.approx(want[OUTSIDER])
 
-    try:
-        with database(backend, tmp_path) as url:
-            run_hall(tmp_path, body, timeout=120, url=url, clock=clock)
-    finally:
-        offload.shutdown()
+    with database(backend, tmp_path) as url:
+        run_hall(tmp_path, body, timeout=120, url=url, clock=clock)
 
 
 def test_a_bye_does_not_tell_that_the_round_ended(tmp_path: Path) -> None:
@@ -287,14 +295,9 @@ def test_a_bye_does_not_tell_that_the_round_ended(tmp_path: Path) -> None:
         await nothing_shown(hall, resting, [later])
         clock.now = reveal
         await jobs.tick()
-        _, histories, ratings = await reads(hall, resting)
-        assert [[c.match_id for c in h.changes] for h in histories] == [[later], [later]]
-        assert [r.games for r in ratings] == [1, 1]
+        await rated_once(hall, resting, later)
 
-    try:
-        run_hall(tmp_path, body, timeout=120, clock=clock)
-    finally:
-        offload.shutdown()
+    run_hall(tmp_path, body, timeout=120, clock=clock)
 
 
 def test_without_a_delay_the_table_is_rated_at_once(tmp_path: Path) -> None:
@@ -305,14 +308,9 @@ def test_without_a_delay_the_table_is_rated_at_once(tmp_path: Path) -> None:
         seated = await recorded(hall, tid)
         jobs = EmbeddedJobs(hall.engine, None, clock=clock)
         assert await jobs.rate(table) == "rated"
-        _, histories, ratings = await reads(hall, seated)
-        assert [[c.match_id for c in h.changes] for h in histories] == [[table], [table]]
-        assert [r.games for r in ratings] == [1, 1]
+        await rated_once(hall, seated, table)
 
-    try:
-        run_hall(tmp_path, body, timeout=120, clock=clock)
-    finally:
-        offload.shutdown()
+    run_hall(tmp_path, body, timeout=120, clock=clock)
 
 
 def test_a_restart_between_the_end_and_the_reveal_still_rates_the_table(tmp_path: Path) -> None:
@@ -342,11 +340,8 @@ def test_a_restart_between_the_end_and_the_reveal_still_rates_the_table(tmp_path
         assert [sorted(c.match_id for c in h.changes) for h in histories] == [sorted([table, later]), [table], [later]]
         assert [r.games for r in ratings] == [2, 1, 1]
 
-    try:
-        table, later, everyone, reveal = run_hall(tmp_path, before_restart, timeout=120, url=url, clock=clock)
-        run_hall(tmp_path, after_restart, timeout=120, url=url, clock=clock, organizer="Arbiter again")
-    finally:
-        offload.shutdown()
+    table, later, everyone, reveal = run_hall(tmp_path, before_restart, timeout=120, url=url, clock=clock)
+    run_hall(tmp_path, after_restart, timeout=120, url=url, clock=clock, organizer="Arbiter again")
 
 
 REDIS = os.environ.get("TABLEHALL_TEST_DELAYED_REDIS_URL", "redis://127.0.0.1:6379/11")
