@@ -78,6 +78,9 @@ class LeaseKeeper:
         """When this worker stopped serving because its leases ran out (the outage of what it takes back)."""
         self._expiry: asyncio.TimerHandle | None = None
         self._rescuing: asyncio.Future[None] | None = None
+        self._renewed_until = 0.0
+        """Until when a heartbeat sent after the leases had run out would extend them: the rescue extends
+        them only once the table shows nobody took a partition meanwhile."""
         self._acting: asyncio.Task[None] | None = None
         self._peers: dict[str, grpc.aio.Channel] = {}
         self._stop = threading.Event()
@@ -111,7 +114,9 @@ class LeaseKeeper:
 
     def _beat(self) -> None:
         """The heartbeat thread: renew every beat while the event loop turns. A heartbeat that got through
-        extends this worker's leases at once (`host.valid_until`), whatever the loop is doing."""
+        extends this worker's leases at once (`host.valid_until`), whatever the loop is doing — unless they
+        had run out before it was sent (the process was stopped, or starved): a peer may have taken them
+        meanwhile, so the loop's `_rescue` reads the table before it extends them."""
         assert self._loop is not None
         due = time.monotonic()
         while not self._stop.wait(max(0.0, due - time.monotonic())):
@@ -134,8 +139,16 @@ class LeaseKeeper:
 
     def _renew(self) -> None:
         sent = time.monotonic()
+        lapsed = bool(self.host.held) and sent >= self._until()  # ran out before this beat: taken meanwhile?
         self.storage.beat(self.owner, self.host.clock())
-        self.host.valid_until = sent + (self.lease_ms - self.settings.beat_ms) / 1000
+        until = sent + (self.lease_ms - self.settings.beat_ms) / 1000
+        if lapsed:
+            self._renewed_until = until
+            assert self._loop is not None
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the process is ending
+                self._loop.call_soon_threadsafe(self._expired)
+        else:
+            self.host.valid_until = until
         took = time.monotonic() - sent
         if took * 1000 > self.settings.beat_ms:
             log.warning("%s: a heartbeat took %.0f ms (a lease lasts %d ms)", self.owner, took * 1e3, self.lease_ms)
@@ -387,10 +400,10 @@ class LeaseKeeper:
         fresh heartbeat stops anyone from taking now): it answers again with nothing lost. Otherwise it
         lets its partitions go (any write it still had under way is fenced). Until then it answers nobody."""
         give_up = time.monotonic() + self.lease_ms / 1000
-        while time.monotonic() >= self._until() and time.monotonic() < give_up:
+        while time.monotonic() >= self._renewed_until and time.monotonic() < give_up:
             await asyncio.sleep(self.settings.beat_ms / 5000)  # the heartbeat thread's next try
         table = None
-        if time.monotonic() < self._until():
+        if time.monotonic() < self._renewed_until:
             with contextlib.suppress(Exception):
                 table = await asyncio.wait_for(self.storage.leases(), self.lease_ms / 1000)
         held = {p: h.epoch for p, h in self.host.held.items() if p not in self.leaving}  # a hand-off moves its own
@@ -400,6 +413,7 @@ class LeaseKeeper:
         )
         if intact:
             log.warning("%s: a heartbeat was late, but nobody took its partitions: it answers again", self.owner)
+            self.host.valid_until = max(self._until(), self._renewed_until)
             self._arm_expiry()
             return
         log.error("%s: no heartbeat got through for a lease; stops serving its %d partitions",
