@@ -171,6 +171,8 @@ def test_a_command_queued_behind_another_is_dropped_when_its_caller_leaves(backe
             while mailbox.waiting < 1:  # the resignation waits in the mailbox behind the first command
                 await asyncio.sleep(0.005)
             call.cancel()  # gone before its turn came
+            while mailbox.callers_waiting:  # the service has heard of it (the cancel crosses the connection)
+                await asyncio.sleep(0.005)
             store.go.set()
             after, _ = await first
             await host.actors[match_id].mailbox.settled()

@@ -41,6 +41,11 @@ class Mailbox:
         """Pieces of work queued behind the one running."""
         return len(self._queue)
 
+    @property
+    def callers_waiting(self) -> int:
+        """Queued pieces of work whose callers still wait for them (one that left is skipped at its turn)."""
+        return sum(not future.done() for _, future in self._queue)
+
     def abandon(self, running: Exception, queued: Exception) -> None:
         """The actor stops at once (its lease was lost): whoever waits hears it now. Queued work is dropped
         (its callers get `queued`); the piece running goes on in its task, its caller gets `running`."""
