@@ -19,6 +19,7 @@ import grpc
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from workers.edge import ERROR_CODE_KEY, MOVED_TO_KEY
 from workers.errors import Unavailable, error_for
+from workers.following import Following, Sink, Unfollow
 from workers.outbox import Outbox
 
 
@@ -156,40 +157,38 @@ class CommandStream(_Link[host_pb2.HostCommandRequest, host_pb2.HostCommandReply
 
 
 class WatchFeed(_Link[host_pb2.FeedSubscribe | int, host_pb2.FeedBatch]):
-    """Every watch this gateway holds on one worker. Each watch has its own queue here, so a slow
-    client delays nobody else (a match's updates are few: the queue stays short)."""
+    """Every watch this gateway holds on one worker, each pushed to its own sink as its items come in
+    (workers/following.py): a slow client delays nobody else, its sink queues its few updates."""
 
     def __init__(self, stub: host_pb2_grpc.MatchHostStub) -> None:
-        self.watching: dict[int, asyncio.Queue[host_pb2.FeedItem | Exception]] = {}
+        self.watching: dict[int, Sink[matches_pb2.Update]] = {}
         self.ids = 0
         super().__init__(stub.Feed())
 
-    async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
-        """The updates of one watch, as the worker's `Watch` would send them."""
+    def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[matches_pb2.Update]) -> Unfollow:
+        """Subscribe one watch: its updates, then its end (the worker's refusal, if it refuses), go to `sink`."""
         if self.broken:
             raise Unavailable("the match's worker is unreachable (its feed broke)")
         self.ids += 1
         number = self.ids
-        queue: asyncio.Queue[host_pb2.FeedItem | Exception] = asyncio.Queue()
-        self.watching[number] = queue
+        self.watching[number] = sink
         self.outbox.put(host_pb2.FeedSubscribe(id=number, watch=request))
-        ended = False
-        try:
-            while True:
-                item = await queue.get()
-                if isinstance(item, Exception):
-                    ended = True
-                    raise item
-                if item.end:
-                    ended = True
-                    if item.error_code:
-                        raise error_for(item.error_code, item.error_message, item.moved_to)
-                    return
-                yield item.update
-        finally:
-            self.watching.pop(number, None)
-            if not ended and not self.broken:
+
+        def unfollow() -> None:
+            if self.watching.pop(number, None) is not None and not self.broken:
                 self.outbox.put(number)  # the caller stopped listening: the worker can stop sending
+
+        return unfollow
+
+    async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
+        """The updates of one watch, as the worker's `Watch` would send them."""
+        following: Following[matches_pb2.Update] = Following()
+        unfollow = self.follow(request, following)
+        try:
+            async for update in following:
+                yield update
+        finally:
+            unfollow()
 
     def _message(self, items: list[host_pb2.FeedSubscribe | int]) -> host_pb2.FeedRequest:
         subscribe = [r for r in items if isinstance(r, host_pb2.FeedSubscribe)]
@@ -197,10 +196,17 @@ class WatchFeed(_Link[host_pb2.FeedSubscribe | int, host_pb2.FeedBatch]):
 
     def _deliver(self, batch: host_pb2.FeedBatch) -> None:
         for item in batch.items:
-            queue = self.watching.get(item.id)
-            if queue is not None:
-                queue.put_nowait(item)
+            sink = self.watching.get(item.id)
+            if sink is None:
+                continue
+            if not item.end:
+                sink.put(item.update)
+                continue
+            del self.watching[item.id]
+            error = error_for(item.error_code, item.error_message, item.moved_to) if item.error_code else None
+            sink.end(error)
 
     def _fail(self, error: Exception, clean: bool) -> None:
-        for queue in self.watching.values():
-            queue.put_nowait(error)
+        watching, self.watching = self.watching, {}
+        for sink in watching.values():
+            sink.end(error)

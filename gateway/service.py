@@ -9,6 +9,7 @@ import json
 import re
 import secrets
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeAlias
 
@@ -24,6 +25,7 @@ from workers import metrics
 from workers.actor import unix_ms
 from workers.edge import edge, edge_stream, refusal
 from workers.errors import NotFinished, Unauthenticated, status_of
+from workers.following import Unfollow
 from workers.games.catalog import game_named, unknown_game
 from workers.games.errors import MalformedAction, quote
 
@@ -34,6 +36,51 @@ LINGER_S = 1.0
 """A Play stream whose match is over and whose commands are all answered waits this long for one more."""
 CLOSED = object()
 """On a Play stream's queue: the client closed its side (it sends no more commands)."""
+
+
+class PlayEvents:
+    """What a Play stream has to send, in arrival order: its seat's updates (pushed by the match: this is
+    their sink), then None or an error once they end; command results; `CLOSED`."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[Any] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, update: matches_pb2.Update) -> None:
+        self.push(update)
+
+    def end(self, error: Exception | None) -> None:
+        self.push(error)
+
+    def push(self, item: Any) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def pumped(self, updates: AsyncIterator[matches_pb2.Update]) -> None:
+        """A spectator's updates, read here from their iterator (a delayed table's buffer)."""
+        try:
+            async for update in updates:
+                self.push(update)
+            self.push(None)
+        except Exception as error:
+            self.push(error)
+
+    async def next(self, timeout: float | None) -> Any:
+        """The next item, waiting for it (`TimeoutError` after `timeout` seconds, if given)."""
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                if timeout is None:
+                    await self._waiter
+                else:
+                    await asyncio.wait_for(self._waiter, timeout)
+            finally:
+                self._waiter = None
+        return self._items.popleft()
 
 
 def new_token() -> str:
@@ -185,18 +232,11 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
             return
         match_id = checked_id(first.match_id)
         owner = self.router.owner(match_id)
-        events: asyncio.Queue[matches_pb2.Update | matches_pb2.CommandResult | Exception | object | None]
-        events = asyncio.Queue()
+        events = PlayEvents()
         answers = Answers(first.answer_on_update)
         unanswered = 0
-
-        async def updates() -> None:
-            try:
-                async for update in self.updates(match_id, token, first.after_seq, first.views):
-                    events.put_nowait(update)
-                events.put_nowait(None)
-            except Exception as error:
-                events.put_nowait(error)
+        tasks: list[asyncio.Task[None]] = []
+        stop: Unfollow | None = None
 
         async def commands() -> None:
             nonlocal unanswered
@@ -209,19 +249,26 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                         match_id=match_id, token_sha256=token, action=request.action, arrival_unix_ms=arrival,
                         no_view=True,
                     )
-                    events.put_nowait(await answer(owner, command, request.ref))
+                    events.push(await answer(owner, command, request.ref))
             except Exception as error:  # the request stream itself failed (a message that cannot be read)
-                events.put_nowait(error)
+                events.push(error)
                 return
-            events.put_nowait(CLOSED)
+            events.push(CLOSED)
 
-        tasks = [asyncio.create_task(updates()), asyncio.create_task(commands())]
         try:
+            watch = host_pb2.HostWatchRequest(
+                match_id=match_id, token_sha256=token, after_seq=first.after_seq, views=first.views
+            )
+            if token:  # a seat: its updates pushed here by its match (workers/following.py)
+                stop = await owner.follow(watch, events)
+            else:
+                tasks.append(asyncio.create_task(events.pumped(self._spectator_updates(watch))))
+            tasks.append(asyncio.create_task(commands()))
             ended = closed = False
             while not (ended and closed and unanswered == 0):
                 settled = ended and unanswered == 0
                 try:
-                    event = await asyncio.wait_for(events.get(), LINGER_S if settled else None)
+                    event = await events.next(LINGER_S if settled else None)
                 except TimeoutError:
                     return  # the match is over, every command answered, and none came for a while
                 if event is CLOSED:
@@ -245,6 +292,8 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                         unanswered -= 1
                     yield sent
         finally:
+            if stop is not None:
+                stop()
             for task in tasks:
                 task.cancel()
 

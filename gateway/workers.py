@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, Protocol, TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 import grpc
 
@@ -24,6 +24,7 @@ from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from workers import metrics
 from workers.dial import dial
 from workers.errors import NotOwner, Unavailable
+from workers.following import Following, Sink, Unfollow
 from workers.partitions import partition_of
 from workers.settings import MEMORY, Topology, lease_ms
 
@@ -48,6 +49,8 @@ class WorkerClient(Protocol):
     async def create(self, request: host_pb2.HostCreateRequest) -> host_pb2.HostCreateResponse: ...
 
     async def command(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse: ...
+
+    async def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[matches_pb2.Update]) -> Unfollow: ...
 
     def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]: ...
 
@@ -88,12 +91,20 @@ class GrpcWorker:
             self.commands = CommandStream(self.stub)
         return await self.commands.send(request)
 
+    async def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[matches_pb2.Update]) -> Unfollow:
+        """On the worker's feed stream (opened on first use, reopened after it breaks); the worker's refusal
+        comes to `sink` as its end."""
+        return self._feed().follow(request, sink)
+
     async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
         """On the worker's feed stream (opened on first use, reopened after it breaks)."""
+        async for update in self._feed().watch(request):
+            yield update
+
+    def _feed(self) -> WatchFeed:
         if self.feed is None or self.feed.broken:
             self.feed = WatchFeed(self.stub)
-        async for update in self.feed.watch(request):
-            yield update
+        return self.feed
 
     async def view(self, request: host_pb2.HostViewRequest) -> matches_pb2.Update:
         reply: matches_pb2.Update = await _unary(self.stub.View(request, timeout=CALL_S))
@@ -256,50 +267,97 @@ class Routed:
     async def cancel_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
         return await self._call(lambda c: c.cancel_tables(request))
 
+    async def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[matches_pb2.Update]) -> Unfollow:
+        """Push the updates after `request.after_seq` to `sink`; if the match's worker goes away (a
+        hand-off, a crash) the watch goes on at the next one from the last update delivered, without gap or
+        repeat (`Resuming`)."""
+        resuming = Resuming(self, request, sink)
+        await resuming.open()
+        return resuming.stop
+
     async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
-        """The updates after `request.after_seq`; if the match's worker goes away (a hand-off, a crash)
-        the watch goes on at the next one from the last update delivered, without gap or repeat."""
-        after = request.after_seq
-        while True:
-            resumed = host_pb2.HostWatchRequest(
-                match_id=request.match_id, token_sha256=request.token_sha256, after_seq=after, views=request.views
-            )
-            updates, first = await self._call(_opening(resumed))
-            if first is None:
+        """`follow` as an async iterator."""
+        following: Following[matches_pb2.Update] = Following()
+        stop = await self.follow(request, following)
+        try:
+            async for update in following:
+                yield update
+        finally:
+            stop()
+
+
+class Resuming:
+    """A watch through the router: a sink in front of the caller's that, when the worker ends the watch
+    as no longer its own (`wrong_owner`, `unavailable`), subscribes again where the partition is served
+    now, after the last update it passed on. A worker that refuses again and again without an update in
+    between is given up once the router's hold has passed, as a call would be."""
+
+    def __init__(self, routed: Routed, request: host_pb2.HostWatchRequest, sink: Sink[matches_pb2.Update]) -> None:
+        self.routed = routed
+        self.request = request
+        self.sink = sink
+        self.after = request.after_seq
+        self.unfollow: Unfollow | None = None
+        self.stopped = False
+        self.reopening: asyncio.Task[None] | None = None
+        self.refused_since: float | None = None
+        """The loop time of the first refusal since the last update passed on (None: none since)."""
+        self.pause = 0.0
+        """Before subscribing again after a refusal: none the first time, then growing (as `Router.call`)."""
+
+    async def open(self) -> None:
+        """Subscribe on the partition's worker (held while it has none; a refusal said at once is the call's)."""
+        resumed = host_pb2.HostWatchRequest(
+            match_id=self.request.match_id, token_sha256=self.request.token_sha256, after_seq=self.after,
+            views=self.request.views,
+        )
+        unfollow = await self.routed._call(lambda client: client.follow(resumed, self))
+        if self.stopped:
+            unfollow()
+        else:
+            self.unfollow = unfollow
+
+    def put(self, update: matches_pb2.Update) -> None:
+        if not self.stopped:
+            self.after = update.seq
+            self.refused_since = None
+            self.pause = 0.0
+            self.sink.put(update)
+
+    def end(self, error: Exception | None) -> None:
+        if self.stopped:
+            return
+        self.unfollow = None
+        if isinstance(error, NotOwner | Unavailable) and self.routed.router.hinted(self.routed.partition, error):
+            loop = asyncio.get_running_loop()
+            now = loop.time()
+            self.refused_since = now if self.refused_since is None else self.refused_since
+            if now - self.refused_since < self.routed.router.hold_s:
+                self.reopening = loop.create_task(self._reopen())
                 return
-            try:
-                yield first
-                after = first.seq
-                async for update in updates:
-                    yield update
-                    after = update.seq
-                return
-            except (NotOwner, Unavailable) as error:
-                if not self.router.hinted(self.partition, error):  # its worker went away: go on at the next one
-                    raise
-            finally:
-                await _closed(updates)
+            error = Unavailable(f"the match's worker is unavailable ({error}); try again")
+        self.stopped = True
+        self.sink.end(error)
 
+    async def _reopen(self) -> None:
+        try:
+            if self.pause:
+                await self.routed.router.routes.changed(self.pause)
+            self.pause = min(max(self.pause * 2, 0.002), 0.05)
+            await self.open()
+        except Exception as error:
+            if not self.stopped:
+                self.stopped = True
+                self.sink.end(error)
 
-def _opening(
-    request: host_pb2.HostWatchRequest,
-) -> Callable[[WorkerClient], Awaitable[tuple[AsyncIterator[matches_pb2.Update], matches_pb2.Update | None]]]:
-    return lambda client: _opened(client.watch(request))
-
-
-async def _opened(updates: AsyncIterator[T]) -> tuple[AsyncIterator[T], T | None]:
-    """Open a watch and read its first update, so that a refusal to subscribe is the call's refusal."""
-    try:
-        return updates, await anext(updates, None)
-    except BaseException:
-        await _closed(updates)
-        raise
-
-
-async def _closed(updates: AsyncIterator[Any]) -> None:
-    close = getattr(updates, "aclose", None)
-    if close is not None:
-        await close()
+    def stop(self) -> None:
+        """The caller stopped listening."""
+        self.stopped = True
+        if self.reopening is not None:
+            self.reopening.cancel()
+        if self.unfollow is not None:
+            self.unfollow()
+            self.unfollow = None
 
 
 class NoLeases(Exception):

@@ -207,8 +207,7 @@ class MatchActor(Published):
         )
         if self.timer is not None:
             self.timer.cancel()
-        for wake in self.watchers:
-            wake.set()
+        self._close_watchers()
 
     # --- inside the actor (every method below runs in the mailbox) -----------------------------
 

@@ -30,6 +30,7 @@ from protos.tablehall.v1 import host_pb2, matches_pb2
 from workers import metrics, tables
 from workers.actor import Hosting, MatchActor, unix_ms
 from workers.errors import NotFound, NotOwner, Unavailable
+from workers.following import Sink, Unfollow
 from workers.games.catalog import game_named, unknown_game
 from workers.games.engine import JSON, Game, Millis, Rules, Seat
 from workers.games.errors import MalformedAction
@@ -385,6 +386,12 @@ class MatchHost:
             kind = request.action.WhichOneof("kind") or "none"
             metrics.command_duration(actor.entry.game, kind.rstrip("_")).observe(time.perf_counter() - started)
         return actor.reply(seat, seq, request.views, with_view=not request.no_view)
+
+    async def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[matches_pb2.Update]) -> Unfollow:
+        """Push the watch's updates to `sink` (workers/following.py); refused here, or ended on the sink."""
+        actor = await self.actor(request.match_id)
+        watcher = await actor.follow(request.token_sha256, request.after_seq, request.views, sink)
+        return lambda: actor.unfollow(watcher)
 
     async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
         actor = await self.actor(request.match_id)

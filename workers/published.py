@@ -6,7 +6,6 @@ changes it, through its mailbox, and publishes each change here."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import secrets
 import time
@@ -18,12 +17,13 @@ from google.protobuf.message import Message
 from protos.tablehall.v1 import matches_pb2
 from workers.commitments import Commitment
 from workers.errors import NotFinished, Unauthenticated, Unavailable
+from workers.following import Following, Sink
 from workers.games.engine import JSON, Game, Seat
 from workers.games.errors import MalformedAction
 from workers.games.records import Match
 from workers.replay_log import Position
 from workers.storage import MatchEntry
-from workers.typed_views import FIELDS, typed_view
+from workers.typed_views import FIELDS, typed_view, typed_wire
 
 TYPED, JSON_ONLY = matches_pb2.VIEW_FORMAT_TYPED, matches_pb2.VIEW_FORMAT_JSON
 
@@ -36,18 +36,25 @@ def wall() -> int:
 class Shown:
     """One seat's view of one change, in the forms asked so far: each built at most once, then shared."""
 
-    __slots__ = ("_json", "_typed", "game", "view")
+    __slots__ = ("_json", "_typed", "_wire", "game", "view")
 
     def __init__(self, game: str, view: Any) -> None:
         self.game = game
         self.view = view
         self._typed: Message | None = None
+        self._wire: bytes | None = None
         self._json: str | None = None
 
     def typed(self) -> Message:
         if self._typed is None:
             self._typed = typed_view(self.game, self.view)
         return self._typed
+
+    def wire(self) -> bytes:
+        """The typed view serialized (parsed straight into the message that carries it)."""
+        if self._wire is None:
+            self._wire = typed_wire(self.game, self.view)
+        return self._wire
 
     def json(self) -> str:
         if self._json is None:
@@ -57,9 +64,28 @@ class Shown:
     def fill(self, carrier: matches_pb2.Update | matches_pb2.ActResponse, views: int) -> None:
         """Put the view in an Update or ActResponse in the form asked (matches.proto ViewFormat)."""
         if views != JSON_ONLY:
-            getattr(carrier, FIELDS[self.game]).CopyFrom(self.typed())
+            typed, wire = getattr(carrier, FIELDS[self.game]), self.wire()
+            typed.MergeFromString(wire)
+            if not wire:  # every field at its default: set the oneof all the same
+                typed.SetInParent()
         if views != TYPED:
             carrier.view_json = self.json()
+
+
+class Watcher:
+    """One follower of a match: its seat, the form of its views, its sink, the last change it was given."""
+
+    __slots__ = ("seat", "seq", "sink", "views")
+
+    def __init__(self, seat: Seat | None, views: int, sink: Sink[matches_pb2.Update], seq: int) -> None:
+        self.seat = seat
+        self.views = views
+        self.sink = sink
+        self.seq = seq
+
+    def put(self, update: matches_pb2.Update) -> None:
+        self.seq = update.seq
+        self.sink.put(update)
 
 
 class Published:
@@ -80,7 +106,7 @@ class Published:
         seat woken by one change gets the same message (read-only once built), built once."""
         self.sealed: dict[int, bytes] = {}
         """The first N deals' commitments, serialized as an Update's field, by N: each built once."""
-        self.watchers: set[asyncio.Event] = set()
+        self.watchers: set[Watcher] = set()
         self.closed = False
 
     @property
@@ -171,32 +197,47 @@ class Published:
         """Unix ms from the clock that times the match's moves."""
         return int(self.clock())
 
-    async def watch(
-        self, token_sha256: bytes, after_seq: int, views: int = matches_pb2.VIEW_FORMAT_BOTH
-    ) -> AsyncIterator[matches_pb2.Update]:
-        """The caller's view after every change past `after_seq`; ends after the match ends."""
+    async def follow(
+        self, token_sha256: bytes, after_seq: int, views: int, sink: Sink[matches_pb2.Update]
+    ) -> Watcher:
+        """Push the caller's view after every change past `after_seq` to `sink`, as each is published,
+        then its end: None once the match is over, `Unavailable` if this worker stops serving it first."""
         seat = self.seat_of(token_sha256) if token_sha256 else None
         if after_seq > self.seq:
             raise MalformedAction(f"after_seq {after_seq} is ahead of the match, which is at {self.seq}")
         if after_seq + 1 < self.first_seq:
             await self.history()
-        wake = asyncio.Event()
-        self.watchers.add(wake)
+        watcher = Watcher(seat, views, sink, after_seq)
+        if self.closed:
+            sink.end(self._gone(watcher))
+            return watcher
+        for seq in range(after_seq + 1, self.seq + 1):
+            watcher.put(self.update(seat, seq, views))
+        if self.snapshots and self.snapshots[-1].over:
+            sink.end(None)
+        else:
+            self.watchers.add(watcher)
+        return watcher
+
+    def unfollow(self, watcher: Watcher) -> None:
+        self.watchers.discard(watcher)
+
+    async def watch(
+        self, token_sha256: bytes, after_seq: int, views: int = matches_pb2.VIEW_FORMAT_BOTH
+    ) -> AsyncIterator[matches_pb2.Update]:
+        """`follow` as an async iterator: the caller's view after every change past `after_seq`; ends after
+        the match ends."""
+        following: Following[matches_pb2.Update] = Following()
+        watcher = await self.follow(token_sha256, after_seq, views, following)
         try:
-            next_seq = after_seq + 1
-            while not self.closed:
-                while next_seq <= self.seq:
-                    yield self.update(seat, next_seq, views)
-                    next_seq += 1
-                if self.snapshots and self.snapshots[-1].over:
-                    return
-                wake.clear()
-                if next_seq > self.seq:
-                    await wake.wait()
+            async for update in following:
+                yield update
         finally:
-            self.watchers.discard(wake)
-        # closed before the match ended (shutdown, or fenced out): a retryable error, not the stream's end
-        raise Unavailable(f"this worker no longer serves match {self.match_id}; resume after seq {next_seq - 1}")
+            self.unfollow(watcher)
+
+    def _gone(self, watcher: Watcher) -> Unavailable:
+        """Closed before the match ended (shutdown, or fenced out): a retryable error, not the watch's end."""
+        return Unavailable(f"this worker no longer serves match {self.match_id}; resume after seq {watcher.seq}")
 
     def record(self) -> dict[str, JSON]:
         if not self.match.over:
@@ -214,6 +255,16 @@ class Published:
         for old in [k for k in self.updates if k[0] < kept]:
             del self.updates[old]
         self.snapshots.append(self.match)
-        for wake in self.watchers:
-            wake.set()
+        over = self.match.over
+        for watcher in list(self.watchers):
+            watcher.put(self.update(watcher.seat, self.seq, watcher.views))
+            if over:
+                self.watchers.discard(watcher)
+                watcher.sink.end(None)
+
+    def _close_watchers(self) -> None:
+        """This worker stops serving the match: every watcher hears where to resume."""
+        watchers, self.watchers = self.watchers, set()
+        for watcher in watchers:
+            watcher.sink.end(self._gone(watcher))
 

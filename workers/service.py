@@ -13,6 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from workers.edge import INTERNAL, Known, edge, edge_stream, quiet_dropped_clients
 from workers.errors import NotOwner
+from workers.following import Unfollow
 from workers.host import MatchHost
 from workers.keeper import LeaseKeeper
 from workers.outbox import Outbox
@@ -67,6 +68,45 @@ async def _until(closing: asyncio.Event, requests: AsyncIterator[T]) -> AsyncIte
                 return
     finally:
         stop.cancel()
+
+
+class _FeedSink:
+    """One watch of a Feed stream: its updates and its end become items of the stream's outbox."""
+
+    __slots__ = ("ended", "following", "items", "match_id", "number")
+
+    def __init__(
+        self, number: int, items: Outbox[host_pb2.FeedItem], following: dict[int, Any], match_id: str
+    ) -> None:
+        self.number, self.items, self.following, self.match_id = number, items, following, match_id
+        self.ended = False
+
+    def put(self, update: matches_pb2.Update) -> None:
+        self.items.put(host_pb2.FeedItem(id=self.number, update=update))
+
+    def end(self, error: Exception | None) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        self.following.pop(self.number, None)
+        if error is None:
+            self.items.put(host_pb2.FeedItem(id=self.number, end=True))
+            return
+        code, message, moved_to = _refusal(error, f"a watch of match {self.match_id}")
+        self.items.put(host_pb2.FeedItem(
+            id=self.number, end=True, error_code=code, error_message=message, moved_to=moved_to
+        ))
+
+
+def _tasks(entries: Iterable[asyncio.Task[None] | Unfollow]) -> list[asyncio.Task[None]]:
+    return [entry for entry in entries if isinstance(entry, asyncio.Task)]
+
+
+def _stop(entry: asyncio.Task[None] | Unfollow | None) -> None:
+    if isinstance(entry, asyncio.Task):
+        entry.cancel()
+    elif entry is not None:
+        entry()
 
 
 class MatchHostService(host_pb2_grpc.MatchHostServicer):
@@ -127,38 +167,42 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
     async def Feed(
         self, requests: AsyncIterator[host_pb2.FeedRequest], context: Context
     ) -> AsyncIterator[host_pb2.FeedBatch]:
-        """Many watches on one stream (gateway/links.py): each follows its match as `Watch` would."""
+        """Many watches on one stream (gateway/links.py): each follows its match as `Watch` would, its
+        updates pushed into the stream's outbox by the match's actor (workers/following.py)."""
         items: Outbox[host_pb2.FeedItem] = Outbox()
-        following: dict[int, asyncio.Task[None]] = {}
+        following: dict[int, asyncio.Task[None] | Unfollow] = {}
+        """Each watch: the task subscribing it, then how to stop it."""
         await context.send_initial_metadata(())
 
-        async def follow(number: int, watch: host_pb2.HostWatchRequest) -> None:
+        async def subscribe(number: int, watch: host_pb2.HostWatchRequest) -> None:
+            sink = _FeedSink(number, items, following, watch.match_id)
             try:
-                async for update in self.host.watch(watch):
-                    items.put(host_pb2.FeedItem(id=number, update=update))
-                items.put(host_pb2.FeedItem(id=number, end=True))
+                stop = await self.host.follow(watch, sink)
             except Exception as error:
-                code, message, moved_to = _refusal(error, f"a watch of match {watch.match_id}")
-                items.put(host_pb2.FeedItem(
-                    id=number, end=True, error_code=code, error_message=message, moved_to=moved_to
-                ))
-            finally:
-                following.pop(number, None)
+                sink.end(error)
+                return
+            if following.get(number) is asyncio.current_task():
+                following[number] = stop
+            else:  # over already, or cancelled by the gateway meanwhile
+                stop()
 
         async def read() -> None:
             async for request in _until(self.closing, requests):
-                for subscribe in request.subscribe:
-                    following[subscribe.id] = asyncio.create_task(follow(subscribe.id, subscribe.watch))
+                for wanted in request.subscribe:
+                    following[wanted.id] = asyncio.create_task(subscribe(wanted.id, wanted.watch))
                 for number in request.cancel:
-                    task = following.pop(number, None)
-                    if task is not None:
-                        task.cancel()
-            for task in list(following.values()):
-                task.cancel()  # the gateway is gone: so are its watches
+                    _stop(following.pop(number, None))
+            for entry in list(following.values()):
+                _stop(entry)  # the gateway is gone: so are its watches
+            following.clear()
             items.close()
 
-        async for batch in _batches(items, read(), following.values):
-            yield host_pb2.FeedBatch(items=batch)
+        try:
+            async for batch in _batches(items, read(), lambda: _tasks(following.values())):
+                yield host_pb2.FeedBatch(items=batch)
+        finally:
+            for entry in list(following.values()):
+                _stop(entry)
 
     @edge_stream
     async def Watch(self, request: host_pb2.HostWatchRequest, context: Context) -> AsyncIterator[matches_pb2.Update]:
