@@ -3,14 +3,19 @@
 A caller that goes away (a cancelled call, a dropped stream, a client deadline) before its turn comes
 takes its work with it: none of it ran. Once its turn has come, the work runs to its end in the mailbox's
 task — the commit and the apply are one step no caller can cut in two — and its result waits for nobody.
-The task exists only while there is work, so ten thousand idle matches cost no tasks.
+The task exists only while there is work, so ten thousand idle matches cost no tasks. Work that finds
+the mailbox idle starts at once in its caller's turn, as an eager task would (Python 3.12's
+`eager_task_factory`): a change that never waits (an in-memory log) runs to its end there, with no task
+created and no switch; one that waits goes on from there in the mailbox's task, which the caller can no
+longer cut short. Work must therefore not depend on which task runs it (no `asyncio.timeout`, no
+`current_task`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -18,23 +23,60 @@ T = TypeVar("T")
 
 class Mailbox:
     def __init__(self) -> None:
-        self._queue: deque[tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]] = deque()
+        self._queue: deque[tuple[Callable[[], Coroutine[Any, Any, Any]], asyncio.Future[Any]]] = deque()
         self._runner: asyncio.Task[None] | None = None
         self._current: asyncio.Future[Any] | None = None
+        self._eager = False
+        """A piece of work is running in its caller's turn (nothing else of this mailbox may start)."""
 
-    async def run(self, work: Callable[[], Awaitable[T]]) -> T:
+    async def run(self, work: Callable[[], Coroutine[Any, Any, T]]) -> T:
         """Queue `work` behind what is queued and wait for its result. Cancelling the wait before the
         work started drops it; after, the work still runs to its end."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
+        if self._runner is None and not self._eager and not self._queue:
+            return await self._eagerly(loop, work(), future)
         self._queue.append((work, future))
-        if self._runner is None:
+        if self._runner is None and not self._eager:
             self._runner = loop.create_task(self._drain())
         return await future
 
+    async def _eagerly(
+        self, loop: asyncio.AbstractEventLoop, work: Coroutine[Any, Any, T], future: asyncio.Future[T]
+    ) -> T:
+        """Start `work` here; if it must wait, the mailbox's task takes it over from where it stopped."""
+        self._eager, self._current = True, future
+        try:
+            awaited = work.send(None)
+        except StopIteration as done:
+            result: T = done.value
+            return self._finished(loop, future, result)
+        except BaseException:
+            self._eager, self._current = False, None
+            self._start_queued(loop)
+            if future.done():
+                return future.result()  # abandoned while it ran: its caller hears that, as from the task
+            raise
+        self._eager = False
+        self._runner = loop.create_task(self._drain(_Resumed(work, awaited), future))
+        return await future
+
+    def _finished(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[T], result: T) -> T:
+        """Eager work done without waiting: its result, unless the mailbox was abandoned meanwhile."""
+        self._eager, self._current = False, None
+        self._start_queued(loop)
+        if future.done():
+            return future.result()  # abandoned while it ran: its caller hears that
+        return result
+
+    def _start_queued(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Work queued while eager work ran (from inside it) starts in the mailbox's task."""
+        if self._queue and self._runner is None:
+            self._runner = loop.create_task(self._drain())
+
     @property
     def busy(self) -> bool:
-        return self._runner is not None
+        return self._runner is not None or self._eager
 
     @property
     def waiting(self) -> int:
@@ -60,15 +102,23 @@ class Mailbox:
         while self._runner is not None:
             await asyncio.wait({self._runner})
 
-    async def _drain(self) -> None:
+    async def _drain(
+        self, begun: Awaitable[Any] | None = None, begun_future: asyncio.Future[Any] | None = None
+    ) -> None:
+        """Run the queue to its end; `begun`: first the rest of eager work that had to wait."""
         try:
-            while self._queue:
-                work, future = self._queue.popleft()
-                if future.done():  # its caller went away before its turn: nothing of it runs
-                    continue
+            while begun is not None or self._queue:
+                if begun is not None:
+                    running, future, begun = begun, begun_future, None
+                    assert future is not None
+                else:
+                    work, future = self._queue.popleft()
+                    if future.done():  # its caller went away before its turn: nothing of it runs
+                        continue
+                    running = work()
                 self._current = future
                 try:
-                    result = await work()
+                    result = await running
                 except asyncio.CancelledError:
                     future.cancel()
                     raise
@@ -84,6 +134,33 @@ class Mailbox:
             for _, future in self._queue:  # only when this task itself was cancelled (the loop is closing)
                 future.cancel()
             self._queue.clear()
+
+
+class _Resumed:
+    """The rest of a coroutine that was started outside any task and stopped at `awaited` (a future, or
+    None for a bare yield): awaited in a task, it hands that on as its own and goes on when it is done."""
+
+    __slots__ = ("awaited", "coroutine")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any], awaited: Any) -> None:
+        self.coroutine = coroutine
+        self.awaited = awaited
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        awaited = self.awaited
+        while True:
+            try:
+                sent = yield awaited
+            except BaseException as thrown:  # the task was cancelled (the loop is closing)
+                try:
+                    awaited = self.coroutine.throw(thrown)
+                except StopIteration as done:
+                    return done.value
+                continue
+            try:
+                awaited = self.coroutine.send(sent)
+            except StopIteration as done:
+                return done.value
 
 
 def _fail(future: asyncio.Future[Any], error: Exception) -> None:
