@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import pickle
+import random
 from dataclasses import fields
 
-from tests.sb import layout_of, tiles
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tablehall.selfplay import self_play
+from tests.sb import GAME, layout_of, tiles
 from workers.games.clock import Clock
 from workers.games.engine import Millis, Seat
+from workers.games.spectacular_bid.actions import Play
 from workers.games.spectacular_bid.options import Options
+from workers.games.spectacular_bid.rules import legal_actions
 from workers.games.spectacular_bid.state import Auction, Phase, Round, Sale, State
 from workers.games.spectacular_bid.tiles import TILES, Tile, tile
 from workers.games.values import evolve
@@ -74,3 +81,28 @@ def test_a_tile_is_named_once_and_unpickled_as_the_sets_own() -> None:
         assert t.name == f"{t.high}-{t.low}" == str(t)
         assert pickle.loads(pickle.dumps(t)) is t
     assert Tile(6, 4) == tile(4, 6) and hash(Tile(6, 4)) == hash(tile(6, 4))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.booleans())
+def test_a_views_counts_are_the_counts_of_the_layouts_the_plays_would_build(seed: int, greedy: bool) -> None:
+    """`Layout.count_after` (what a view shows each legal play would score) against building the layout."""
+    checked = 0
+    for turn in self_play(GAME, ["A", "B"], random.Random(seed), greedy=[greedy, False]):
+        state = turn.match.state
+        if state.round is None or state.phase not in (Phase.LEAD, Phase.PLAY):
+            continue
+        layout, seat = state.round.layout, state.turn
+        view = GAME.view(state, seat)
+        for action, count in zip(legal_actions(state, seat), view.counts, strict=True):
+            if not isinstance(action, Play):
+                assert count is None
+                continue
+            if action.end is None:
+                west = action.tile.high if action.west is None else action.west
+                built = layout.lead(action.tile, west)
+            else:
+                built = layout.place(action.tile, action.end)
+            assert count == built.count(), (layout, action)
+            checked += 1
+    assert checked

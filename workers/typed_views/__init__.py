@@ -17,6 +17,7 @@ from workers.typed_views import five_oh_one, spectacular_bid
 FIELDS = {SPECTACULAR_BID: "spectacular_bid", FIVE_OH_ONE: "five_oh_one"}
 """Each game's field in the `view` oneof of Update and ActResponse."""
 _MESSAGES: dict[str, Any] = {SPECTACULAR_BID: spectacular_bid.message, FIVE_OH_ONE: five_oh_one.message}
+_WIRES: dict[str, Any] = {SPECTACULAR_BID: spectacular_bid.wire, FIVE_OH_ONE: five_oh_one.wire}
 _DICTS: dict[type[Message], Any] = {
     views_pb2.SpectacularBidView: spectacular_bid.as_dict,
     views_pb2.FiveOhOneView: five_oh_one.as_dict,
@@ -26,6 +27,11 @@ _DICTS: dict[type[Message], Any] = {
 def typed_view(game: str, view: Any) -> Message:
     """The engine's view of `game` (its MatchView or TableView) as the game's view message."""
     return _MESSAGES[game](view)  # type: ignore[no-any-return]
+
+
+def typed_wire(game: str, view: Any) -> bytes:
+    """The same, serialized (what an Update carries: merged into it without building the message first)."""
+    return _WIRES[game](view)  # type: ignore[no-any-return]
 
 
 def as_dict(view: Message) -> dict[str, JSON]:

@@ -49,6 +49,12 @@ def message(view: TableView) -> views_pb2.FiveOhOneView:
     return out
 
 
+def wire(view: TableView) -> bytes:
+    """The typed view serialized."""
+    encoded: bytes = message(view).SerializeToString()
+    return encoded
+
+
 _SCORED: dict[int, tuple[tuple[HandResult, ...], bytes]] = {}
 """The scored hands already converted, by the identity of the state's tuple (the same for every seat and
 every change until the next hand is scored), as the serialized `hands` field: merged in C, not rebuilt."""

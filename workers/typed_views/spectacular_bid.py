@@ -17,34 +17,109 @@ DECLINED = "declined"
 
 
 def message(view: MatchView) -> views_pb2.SpectacularBidView:
-    """The typed view, built straight from the engine's view (no JSON in between; nested messages are
-    added in place, from keywords, which protobuf builds fastest)."""
-    nested: dict[str, Any] = {  # messages as keywords (the stubs type them as messages)
-        "hand": None if view.hand is None else {"tiles": view.hand},
-        "layout": _layout(view.layout),
-        "auction": None if view.auction is None else {"bid": view.auction[0], "bidder": view.auction[1]},
-        "final_round": None if view.final_round is None else _round(view.final_round),
-    }
-    out = views_pb2.SpectacularBidView(
-        seat=view.seat, status=view.status, phase=view.phase, round=view.round, turn=view.turn,
-        points=view.points, banks_ms=view.banks_ms, clock_running=view.clock_running,
-        decision_since_ms=view.decision_since_ms, delay_ms=view.delay_ms, deadline_ms=view.deadline_ms,
-        hand_sizes=view.hand_sizes, boneyard_size=view.boneyard_size, jockey=view.jockey, leader=view.leader,
-        ready=view.ready, hand_over=view.hand_over, winner=view.winner, reason=view.reason,
-        void_reason=view.void_reason, **nested,
+    """The typed view, parsed from its wire form (`wire`)."""
+    return views_pb2.SpectacularBidView.FromString(wire(view))
+
+
+def wire(view: MatchView) -> bytes:
+    """The typed view serialized, put together from parts each built once and kept: what every seat and
+    spectator of a change sees alike (`_public`), the viewer's seat and hand, and each legal entry. The
+    parts hold disjoint fields, so their bytes one after the other are the whole message (protobuf
+    merges concatenated messages field by field)."""
+    return _public(view) + _own(view.seat, view.hand) + b"".join(map(_legal, view.legal, view.counts))
+
+
+_VIEW: Any = views_pb2.SpectacularBidView
+"""Built from keywords, nested messages as dicts (which protobuf builds fastest; the stubs type them as messages)."""
+KEPT = 4096
+"""Entries each cache below holds at most (then it starts afresh: the next changes rebuild what they use)."""
+_PUBLIC: dict[tuple[Any, ...], tuple[LayoutView, tuple[dict[str, JSON], ...], bytes]] = {}
+_OWN: dict[tuple[int | None, tuple[str, ...] | None], bytes] = {}
+_LEGAL: dict[tuple[tuple[tuple[str, Any], ...], int | None], bytes] = {}
+_LAYOUT: dict[int, tuple[LayoutView, bytes]] = {}
+
+
+def _encoded(**fields: Any) -> bytes:
+    """A SpectacularBidView of these fields, serialized."""
+    encoded: bytes = _VIEW(**fields).SerializeToString()
+    return encoded
+
+
+def _kept(cache: dict[Any, Any], key: Any, value: bytes | tuple[Any, ...]) -> None:
+    if len(cache) >= KEPT:
+        cache.clear()
+    cache[key] = value
+
+
+def _public(view: MatchView) -> bytes:
+    """Every field but the seat, hand and legal entries: the same for each viewer of one change, so the
+    second seat's view (and the spectators') of a change reuses the first's bytes."""
+    if view.final_round is not None:  # the match is over: once per viewer, not worth keeping
+        return _scalars(view) + _layout_wire(view.layout) + _past_rounds(view.past_rounds) + _final(view)
+    key = (
+        view.status, view.phase, view.round, view.turn, view.points, view.banks_ms, view.clock_running,
+        view.decision_since_ms, view.delay_ms, view.deadline_ms, view.hand_sizes, view.boneyard_size,
+        view.jockey, view.leader, view.auction, view.ready, view.hand_over, view.winner, view.reason,
+        view.void_reason, id(view.layout), id(view.past_rounds),
     )  # fmt: skip
-    add = out.legal.add
-    for entry, count in zip(view.legal, view.counts, strict=True):
-        add(action=action_fields(entry), count=count)
-    out.MergeFromString(_past_rounds(view.past_rounds))
-    return out
+    known = _PUBLIC.get(key)
+    if known is not None and known[0] is view.layout and known[1] is view.past_rounds:
+        return known[2]
+    built = _scalars(view) + _layout_wire(view.layout) + _past_rounds(view.past_rounds)
+    _kept(_PUBLIC, key, (view.layout, view.past_rounds, built))  # both kept: their ids are not reused meanwhile
+    return built
+
+
+def _scalars(view: MatchView) -> bytes:
+    auction = None if view.auction is None else {"bid": view.auction[0], "bidder": view.auction[1]}
+    return _encoded(
+        status=view.status, phase=view.phase, round=view.round, turn=view.turn, points=view.points,
+        banks_ms=view.banks_ms, clock_running=view.clock_running, decision_since_ms=view.decision_since_ms,
+        delay_ms=view.delay_ms, deadline_ms=view.deadline_ms, hand_sizes=view.hand_sizes,
+        boneyard_size=view.boneyard_size, jockey=view.jockey, leader=view.leader, auction=auction,
+        ready=view.ready, hand_over=view.hand_over, winner=view.winner, reason=view.reason,
+        void_reason=view.void_reason,
+    )  # fmt: skip
+
+
+def _final(view: MatchView) -> bytes:
+    assert view.final_round is not None
+    return _encoded(final_round=_round(view.final_round))
+
+
+def _own(seat: int | None, hand: tuple[str, ...] | None) -> bytes:
+    """The viewer's seat and hand."""
+    key = (seat, hand)
+    known = _OWN.get(key)
+    if known is None:
+        known = _encoded(seat=seat, hand=None if hand is None else {"tiles": hand})
+        _kept(_OWN, key, known)
+    return known
+
+
+def _legal(entry: dict[str, JSON], count: int | None) -> bytes:
+    """One legal entry as a one-entry `legal` field (entries one after the other are the repeated field)."""
+    key = (tuple(entry.items()), count)
+    known = _LEGAL.get(key)
+    if known is None:
+        known = _encoded(legal=[{"action": action_fields(entry), "count": count}])
+        _kept(_LEGAL, key, known)
+    return known
+
+
+def _layout_wire(layout: LayoutView) -> bytes:
+    """The layout field, once per layout (a layout stays the same over the changes that play no tile)."""
+    known = _LAYOUT.get(id(layout))
+    if known is not None and known[0] is layout:
+        return known[1]
+    built = _encoded(layout=_layout(layout))
+    _kept(_LAYOUT, id(layout), (layout, built))
+    return built
 
 
 _PAST: dict[int, tuple[tuple[dict[str, JSON], ...], bytes]] = {}
 """The past rounds already converted, by the identity of the engine's tuple of their summaries (the same
-for every seat and change until the next round ends), as the serialized `past_rounds` field: merged in C,
-not rebuilt."""
-KEPT = 4096
+for every seat and change until the next round ends), as the serialized `past_rounds` field."""
 
 
 def _past_rounds(summaries: tuple[dict[str, JSON], ...]) -> bytes:
@@ -55,9 +130,7 @@ def _past_rounds(summaries: tuple[dict[str, JSON], ...]) -> bytes:
     for summary in summaries:
         past.past_rounds.add(**_round(summary))
     encoded = past.SerializeToString()
-    if len(_PAST) >= KEPT:
-        _PAST.clear()
-    _PAST[id(summaries)] = (summaries, encoded)  # the tuple is kept: its id is not reused while cached
+    _kept(_PAST, id(summaries), (summaries, encoded))  # the tuple is kept: its id is not reused while cached
     return encoded
 
 

@@ -81,6 +81,16 @@ class Layout:
             total += arm.pip * 2 if arm.double else arm.pip
         return total
 
+    def count_after(self, tile: Tile, end: End, pip: int) -> int:
+        """`place_on(tile, end, pip).count()` without building that layout (a view counts every legal play):
+        the end played on shows the tile's other half, every other arm stays as it is."""
+        outer = tile.low if pip == tile.high else tile.high
+        total = outer * 2 if tile.high == tile.low else outer
+        for e, arm in self.arms:
+            if e is not end:
+                total += arm.pip * 2 if arm.double else arm.pip
+        return total
+
     def lead(self, tile: Tile, west: int) -> Layout:
         """SB-4: the lead shows `west` at W and its other half at E; a double lead is the spinner."""
         east = tile.other(west)

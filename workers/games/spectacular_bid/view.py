@@ -10,9 +10,11 @@ from workers.games.spectacular_bid.layout import Layout
 from workers.games.spectacular_bid.options import NAME
 from workers.games.spectacular_bid.rules import legal_actions, next_deadline
 from workers.games.spectacular_bid.state import Phase, Round, State
-from workers.games.spectacular_bid.tiles import End, lead_rank, round_to_five
+from workers.games.spectacular_bid.tiles import End, Tile, lead_rank, round_to_five
+from workers.games.values import built_fast
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class LayoutView:
     lead: str | None
@@ -64,6 +66,7 @@ _SEEN: dict[int, tuple[Layout, LayoutView]] = {}
 while it is here): a change's views for each seat and its spectators share one."""
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class MatchView:
     seat: Seat | None
@@ -141,7 +144,7 @@ def view(state: State, seat: Seat | None) -> MatchView:
     clock = state.clock
     hand = None
     if seat is not None and round is not None:
-        hand = tuple(str(t) for t in sorted(round.hands[seat], key=lead_rank, reverse=True))
+        hand = _shown_hand(round.hands[seat])
     auction = None
     if round is not None and round.auction is not None and round.auction.bid is not None:
         assert round.auction.bidder is not None
@@ -218,6 +221,23 @@ def _count_after(layout: Layout, action: Action) -> int | None:
     if not isinstance(action, Play):
         return None
     if action.end is None:
-        west = action.tile.high if action.west is None else action.west
-        return layout.lead(action.tile, west).count()
-    return layout.place(action.tile, action.end).count()
+        return action.tile.pips  # a lead: the lone tile counts once, both halves
+    pip = layout.pip_at(action.end)
+    assert pip is not None
+    return layout.count_after(action.tile, action.end, pip)
+
+
+_HANDS: dict[int, tuple[frozenset[Tile], tuple[str, ...]]] = {}
+"""Each hand as a view shows it (highest lead rank first), by the identity of the round's frozenset: a
+hand stays the same object over every change its holder does not play or draw."""
+
+
+def _shown_hand(hand: frozenset[Tile]) -> tuple[str, ...]:
+    known = _HANDS.get(id(hand))
+    if known is not None and known[0] is hand:
+        return known[1]
+    shown = tuple([t.name for t in sorted(hand, key=lead_rank, reverse=True)])
+    if len(_HANDS) >= KEPT:
+        _HANDS.clear()
+    _HANDS[id(hand)] = (hand, shown)  # the hand is kept: its id is not reused while cached
+    return shown
