@@ -2,7 +2,7 @@
 
 Unless `--address` is given it starts `tablehall serve` as a separate process, so that the service and
 the load generator each have their own core. Every seat is a bot that watches its own stream and acts
-when its view offers legal actions, as a real client does.
+when its view offers legal actions, as a real client does, reading the typed views (`tablehall.typed_bots`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tablehall.bots import choose
 from tablehall.client import Client, Result, SeatClient, ServiceUnreachable, TablehallError
+from tablehall.typed_bots import IN_PROGRESS, choose_typed
 from workers import event_loop
 from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats, names
 
@@ -166,10 +166,10 @@ async def _session(seat: SeatClient, rng: random.Random, tally: Tally, after: in
     """Play on one stream from `after` until the match ends; the last seq seen."""
     session = await seat.session(after_seq=after)
     seen, acted, refusals = after, 0, 0
-    view: dict[str, Any] = {}
+    view: Any = None
     sent_at: float | None = None
     try:
-        async for event in session.events():
+        async for event in session.events(typed=True):
             if isinstance(event, Result):
                 if event.error is None:
                     tally.command_s.append(time.perf_counter() - (sent_at or 0.0))
@@ -182,11 +182,11 @@ async def _session(seat: SeatClient, rng: random.Random, tally: Tally, after: in
                 sent_at = None
             elif event[0] > seen:
                 (seen, view), refusals = event, 0
-            action = choose(view, rng, greedy=False) if sent_at is None and seen >= acted and view else None
+            action = choose_typed(view, rng) if sent_at is None and seen >= acted and view is not None else None
             if action is not None:
                 sent_at = time.perf_counter()
                 await session.send(action)
-            elif sent_at is None and view.get("status", "in_progress") != "in_progress":
+            elif sent_at is None and view is not None and view.status != IN_PROGRESS:
                 return seen  # over, nothing unanswered: close our side (the server ends the stream at once)
         return seen
     finally:

@@ -25,7 +25,7 @@ import grpc
 from google.protobuf.json_format import ParseDict
 from google.protobuf.message import Message
 
-from protos.tablehall.v1 import matches_pb2, matches_pb2_grpc
+from protos.tablehall.v1 import actions_pb2, matches_pb2, matches_pb2_grpc
 from workers.typed_views import as_dict, typed_of, view_dict
 from workers.typed_views.legal import action_message
 
@@ -170,11 +170,13 @@ class Session:
         self.refs = 0
         self.writing = asyncio.Lock()  # grpc allows one write in flight per stream
 
-    async def send(self, action: Mapping[str, Any]) -> int:
-        """Send a command; its `Result` comes on the stream with the returned reference."""
+    async def send(self, action: Mapping[str, Any] | actions_pb2.Action) -> int:
+        """Send a command (record-style, or a typed Action such as a legal entry's, sent as it is); its
+        `Result` comes on the stream with the returned reference."""
         self.refs += 1
         ref = self.refs
-        request = matches_pb2.PlayRequest(ref=ref, action=action_message(action))
+        typed = action if isinstance(action, actions_pb2.Action) else action_message(action)
+        request = matches_pb2.PlayRequest(ref=ref, action=typed)
         async with self.writing:
             try:
                 await self.call.write(request)
