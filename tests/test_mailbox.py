@@ -140,3 +140,57 @@ def test_abandoned_work_tells_its_callers_at_once_and_the_running_piece_still_en
         assert done == ["commit"]  # the queued piece never ran
 
     run(body())
+
+
+def test_work_that_never_waits_runs_in_its_callers_turn_with_no_task_made() -> None:
+    async def body() -> None:
+        box, seen = Mailbox(), []
+
+        async def change() -> str:
+            seen.append((box.busy, asyncio.current_task()))
+            return "done"
+
+        before = len(asyncio.all_tasks())
+        assert await box.run(change) == "done"
+        assert seen == [(True, asyncio.current_task())]  # busy while it ran, and in this very task
+        assert not box.busy and len(asyncio.all_tasks()) == before
+
+    run(body())
+
+
+def test_work_queued_from_inside_running_work_runs_after_it_not_inside_it() -> None:
+    async def body() -> None:
+        box, order = Mailbox(), []
+        nested: list[asyncio.Future[None]] = []
+
+        async def inner() -> None:
+            order.append("inner")
+
+        async def outer() -> None:
+            order.append("outer begins")
+            nested.append(asyncio.ensure_future(box.run(inner)))
+            await asyncio.sleep(0)  # the queued piece must not start while this one waits
+            order.append("outer ends")
+
+        await box.run(outer)
+        await nested[0]
+        assert order == ["outer begins", "outer ends", "inner"]
+        await box.settled()
+        assert not box.busy
+
+    run(body())
+
+
+def test_work_abandoned_while_it_runs_in_its_callers_turn_tells_the_caller() -> None:
+    async def body() -> None:
+        box = Mailbox()
+
+        async def fenced() -> str:
+            box.abandon(RuntimeError("lease lost"), LookupError("not done"))
+            return "applied"
+
+        with pytest.raises(RuntimeError, match="lease lost"):
+            await box.run(fenced)
+        assert not box.busy
+
+    run(body())
