@@ -133,6 +133,8 @@ async def service(address: str | None, workers: int, database_url: str) -> Async
         try:
             assert process.stdout is not None
             line = await asyncio.to_thread(process.stdout.readline)
+            while line.startswith("tablehall metrics on "):  # TABLEHALL_METRICS_PORT: its exporter speaks first
+                line = await asyncio.to_thread(process.stdout.readline)
             if "serving on" not in line:
                 await asyncio.to_thread(process.wait, 10)
                 said.seek(0)

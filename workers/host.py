@@ -24,8 +24,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from google.protobuf.json_format import MessageToDict
-
 from protos.tablehall.v1 import host_pb2, matches_pb2
 from workers import metrics, tables
 from workers.actor import Hosting, MatchActor, unix_ms
@@ -36,6 +34,7 @@ from workers.games.engine import JSON, Game, Millis, Rules, Seat
 from workers.games.errors import MalformedAction
 from workers.partitions import PARTITIONS, partition_of
 from workers.storage import FencedOut, MatchEntry, MemoryStorage, Storage, Stored
+from workers.typed_views.legal import action_dict
 from workers.voids import VoidReason
 
 log = logging.getLogger("tablehall.worker")
@@ -66,12 +65,11 @@ def check_table(game: Rules[Any, Any, Any], players: tuple[str, ...]) -> None:
 
 
 def action_json(action: matches_pb2.Action) -> dict[str, JSON]:
-    """A typed wire action as the record event the engines read (`{"do": "play", "tile": "6-4", ...}`)."""
-    kind = action.WhichOneof("kind")
-    if kind is None:
+    """A typed wire action as the record event the engines read (`{"do": "play", "tile": "6-4", ...}`): its
+    set fields under their own names, as protobuf's JSON form has them (tests/test_action_json.py)."""
+    if action.WhichOneof("kind") is None:
         raise MalformedAction("the action is empty: set one of ready, play, bid, ...")
-    fields = MessageToDict(getattr(action, kind), preserving_proto_field_name=True)
-    return {"do": kind.rstrip("_"), **fields}
+    return action_dict(action)
 
 
 class MatchHost:
