@@ -19,6 +19,7 @@ from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+from google.protobuf.message_factory import GetMessageClass
 
 from gateway.web_bounds import Refused
 
@@ -87,10 +88,16 @@ class ConnectBridge:
 def _bridged(call: Callable[[Any, Any], Any], method: MethodDescriptor) -> Callable[..., Any]:
     if method.server_streaming:
 
-        def stream(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
+        reply = GetMessageClass(method.output_type)
+
+        async def stream(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
             requests = _readable(request) if method.client_streaming else request
-            replies: AsyncIterator[Any] = call(requests, GrpcContext(ctx))
-            return replies
+            replies = call(requests, GrpcContext(ctx))
+            try:
+                async for item in replies:  # Connect's codecs take messages, not bytes
+                    yield reply.FromString(item) if isinstance(item, bytes) else item
+            finally:
+                await replies.aclose()  # a vanished browser ends the servicer's stream at once
 
         return stream
 

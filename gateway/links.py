@@ -21,6 +21,7 @@ from workers.edge import ERROR_CODE_KEY, MOVED_TO_KEY
 from workers.errors import Unavailable, error_for
 from workers.following import Following, Sink, Unfollow
 from workers.outbox import Outbox
+from workers.wire import Posted
 
 
 class NotDelivered(Unavailable):
@@ -156,16 +157,25 @@ class CommandStream(_Link[host_pb2.HostCommandRequest, host_pb2.HostCommandReply
         self.waiting.clear()
 
 
-class WatchFeed(_Link[host_pb2.FeedSubscribe | int, host_pb2.FeedBatch]):
+FEED = f"/{host_pb2.DESCRIPTOR.services_by_name['MatchHost'].full_name}/Feed"
+
+
+class WatchFeed(_Link[host_pb2.FeedSubscribe | int, host_pb2.FeedBatchWire]):
     """Every watch this gateway holds on one worker, each pushed to its own sink as its items come in
-    (workers/following.py): a slow client delays nobody else, its sink queues its few updates."""
+    (workers/following.py): a slow client delays nobody else, its sink queues its few updates. The batches
+    are read as `FeedBatchWire`: each update stays the bytes the worker serialized, handed on unread."""
 
-    def __init__(self, stub: host_pb2_grpc.MatchHostStub) -> None:
-        self.watching: dict[int, Sink[matches_pb2.Update]] = {}
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.watching: dict[int, Sink[Posted]] = {}
         self.ids = 0
-        super().__init__(stub.Feed())
+        feed = channel.stream_stream(
+            FEED,
+            request_serializer=host_pb2.FeedRequest.SerializeToString,
+            response_deserializer=host_pb2.FeedBatchWire.FromString,
+        )
+        super().__init__(feed())
 
-    def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[matches_pb2.Update]) -> Unfollow:
+    def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[Posted]) -> Unfollow:
         """Subscribe one watch: its updates, then its end (the worker's refusal, if it refuses), go to `sink`."""
         if self.broken:
             raise Unavailable("the match's worker is unreachable (its feed broke)")
@@ -180,13 +190,13 @@ class WatchFeed(_Link[host_pb2.FeedSubscribe | int, host_pb2.FeedBatch]):
 
         return unfollow
 
-    async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
+    async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[Posted]:
         """The updates of one watch, as the worker's `Watch` would send them."""
-        following: Following[matches_pb2.Update] = Following()
+        following: Following[Posted] = Following()
         unfollow = self.follow(request, following)
         try:
-            async for update in following:
-                yield update
+            async for posted in following:
+                yield posted
         finally:
             unfollow()
 
@@ -194,13 +204,15 @@ class WatchFeed(_Link[host_pb2.FeedSubscribe | int, host_pb2.FeedBatch]):
         subscribe = [r for r in items if isinstance(r, host_pb2.FeedSubscribe)]
         return host_pb2.FeedRequest(subscribe=subscribe, cancel=[r for r in items if isinstance(r, int)])
 
-    def _deliver(self, batch: host_pb2.FeedBatch) -> None:
+    def _deliver(self, batch: host_pb2.FeedBatchWire) -> None:
         for item in batch.items:
             sink = self.watching.get(item.id)
             if sink is None:
                 continue
             if not item.end:
-                sink.put(item.update)
+                # a worker of the release before sends no seq beside the update: read it from the update
+                seq = item.seq or matches_pb2.Update.FromString(item.update).seq
+                sink.put(Posted(seq, item.update))
                 continue
             del self.watching[item.id]
             error = error_for(item.error_code, item.error_message, item.moved_to) if item.error_code else None

@@ -35,6 +35,7 @@ from gateway.workers import Router
 from protos.tablehall.v1 import lobby_pb2, matches_pb2, tournaments_pb2
 from workers.actor import unix_ms
 from workers.edge import abort, quiet_dropped_clients
+from workers.wire import passing
 
 log = logging.getLogger("tablehall.gateway")
 
@@ -151,7 +152,7 @@ def _handler(method: MethodDescriptor, behavior: Callable[..., Any]) -> grpc.Rpc
         except Unreadable as unreadable:
             return unreadable
 
-    serialize = GetMessageClass(method.output_type).SerializeToString
+    serialize = passing(GetMessageClass(method.output_type))  # a stream's events may come serialized already
     if method.client_streaming:
         handle = _reading(behavior, method.full_name)
         if method.server_streaming:

@@ -28,6 +28,7 @@ from workers.errors import NotFinished, Unauthenticated, status_of
 from workers.following import Unfollow
 from workers.games.catalog import game_named, unknown_game
 from workers.games.errors import MalformedAction, quote
+from workers.wire import Posted
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
@@ -48,7 +49,7 @@ class PlayEvents:
         self._items: deque[Any] = deque()
         self._waiter: asyncio.Future[None] | None = None
 
-    def put(self, update: matches_pb2.Update) -> None:
+    def put(self, update: Posted) -> None:
         self.push(update)
 
     def end(self, error: Exception | None) -> None:
@@ -60,11 +61,11 @@ class PlayEvents:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def pumped(self, updates: AsyncIterator[matches_pb2.Update]) -> None:
+    async def pumped(self, updates: AsyncIterator[Posted | matches_pb2.Update]) -> None:
         """A spectator's updates, read here from their iterator (a delayed table's buffer)."""
         try:
             async for update in updates:
-                self.push(update)
+                self.push(update if isinstance(update, Posted) else Posted.of(update))
             self.push(None)
         except Exception as error:
             self.push(error)
@@ -147,7 +148,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
 
     def updates(
         self, match_id: str, token: bytes, after_seq: int, views: matches_pb2.ViewFormat.ValueType
-    ) -> AsyncIterator[matches_pb2.Update]:
+    ) -> AsyncIterator[Posted | matches_pb2.Update]:
         """What Watch sends: a seat's updates at once (the worker's own stream, no layer between: every
         update of every command passes here); a spectator's once the table's delay allows."""
         watch = host_pb2.HostWatchRequest(match_id=match_id, token_sha256=token, after_seq=after_seq, views=views)
@@ -155,20 +156,21 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
             return self.router.owner(match_id).watch(watch)
         return self._spectator_updates(watch)
 
-    async def _spectator_updates(self, watch: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
+    async def _spectator_updates(self, watch: host_pb2.HostWatchRequest) -> AsyncIterator[Posted | matches_pb2.Update]:
         match_id = watch.match_id
         delayed = await self.spectators.table(match_id, lambda: self._spectating(match_id))
         if delayed is not None:
             async for update in delayed.updates(watch.after_seq):
                 yield in_form(update, watch.views)
             return
-        async for update in self.router.owner(match_id).watch(watch):
-            yield update
+        async for posted in self.router.owner(match_id).watch(watch):
+            yield posted
 
-    def _spectating(self, match_id: str) -> AsyncIterator[matches_pb2.Update]:
+    async def _spectating(self, match_id: str) -> AsyncIterator[matches_pb2.Update]:
         """A spectator's every update of the match from the first, in both forms (what a delayed table's
         buffer holds; each spectator gets the form it asked: `in_form`)."""
-        return self.router.owner(match_id).watch(host_pb2.HostWatchRequest(match_id=match_id, after_seq=0))
+        async for posted in self.router.owner(match_id).watch(host_pb2.HostWatchRequest(match_id=match_id)):
+            yield posted.update()
 
     @edge
     async def CreateMatch(
@@ -213,19 +215,22 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         return await self.router.owner(request.match_id).command(command)
 
     @edge_stream
-    async def Watch(self, request: matches_pb2.WatchRequest, context: Context) -> AsyncIterator[matches_pb2.Update]:
+    async def Watch(  # type: ignore[override]  # a seat's updates go out serialized (gateway/server.py)
+        self, request: matches_pb2.WatchRequest, context: Context
+    ) -> AsyncIterator[bytes | matches_pb2.Update]:
         token = bearer(context, required=False)
         async for update in self.updates(checked_id(request.match_id), token, request.after_seq, request.views):
-            yield update
+            yield update.wire if isinstance(update, Posted) else update
 
     @edge_stream
-    async def Play(
+    async def Play(  # type: ignore[override]  # events go out serialized (gateway/server.py)
         self, requests: AsyncIterator[matches_pb2.PlayRequest], context: Context
-    ) -> AsyncIterator[matches_pb2.PlayEvent]:
+    ) -> AsyncIterator[bytes]:
         """Watch and Act on one stream: updates as Watch sends them, and each command's result. Every
         command gets exactly one result, even after the match's last update: once the updates have ended
         and every command read is answered, the stream still reads (and answers) commands until the client
-        closes its side, or for `LINGER_S` more (a command sent as the match ended is still on its way)."""
+        closes its side, or for `LINGER_S` more (a command sent as the match ended is still on its way).
+        Events go out serialized (`gateway/answers.py`)."""
         token = bearer(context, required=False)
         first = await anext(aiter(requests), None)
         if first is None:
@@ -234,15 +239,12 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         owner = self.router.owner(match_id)
         events = PlayEvents()
         answers = Answers(first.answer_on_update)
-        unanswered = 0
         tasks: list[asyncio.Task[None]] = []
         stop: Unfollow | None = None
 
         async def commands() -> None:
-            nonlocal unanswered
             try:
                 async for request in requests:
-                    unanswered += 1
                     answers.asked()
                     arrival = time.time_ns() // 1_000_000
                     command = host_pb2.HostCommandRequest(  # its result carries no view: the stream's update does
@@ -265,8 +267,8 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                 tasks.append(asyncio.create_task(events.pumped(self._spectator_updates(watch))))
             tasks.append(asyncio.create_task(commands()))
             ended = closed = False
-            while not (ended and closed and unanswered == 0):
-                settled = ended and unanswered == 0
+            while not (ended and closed and answers.unanswered == 0):
+                settled = ended and answers.unanswered == 0
                 try:
                     event = await events.next(LINGER_S if settled else None)
                 except TimeoutError:
@@ -276,20 +278,13 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                     continue
                 if event is None or isinstance(event, Exception):
                     ended = True
-                    for alone in answers.ended():  # held results go out before the stream ends
-                        unanswered -= 1
-                        yield alone
+                    for held in answers.ended():  # held results go out before the stream ends
+                        yield held
                     if isinstance(event, Exception):
                         raise event
                     continue
-                if isinstance(event, matches_pb2.Update):
-                    out = answers.update(event)
-                else:
-                    assert isinstance(event, matches_pb2.CommandResult)
-                    out = answers.result(event)
+                out = answers.update(event) if isinstance(event, Posted) else answers.result(event)
                 for sent in out:
-                    if sent.HasField("result") or sent.HasField("answered"):
-                        unanswered -= 1
                     yield sent
         finally:
             if stop is not None:

@@ -27,6 +27,7 @@ from workers.errors import NotOwner, Unavailable
 from workers.following import Following, Sink, Unfollow
 from workers.partitions import partition_of
 from workers.settings import MEMORY, Topology, lease_ms
+from workers.wire import Posted
 
 T = TypeVar("T")
 
@@ -50,9 +51,9 @@ class WorkerClient(Protocol):
 
     async def command(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse: ...
 
-    async def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[matches_pb2.Update]) -> Unfollow: ...
+    async def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[Posted]) -> Unfollow: ...
 
-    def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]: ...
+    def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[Posted]: ...
 
     async def view(self, request: host_pb2.HostViewRequest) -> matches_pb2.Update: ...
 
@@ -91,19 +92,19 @@ class GrpcWorker:
             self.commands = CommandStream(self.stub)
         return await self.commands.send(request)
 
-    async def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[matches_pb2.Update]) -> Unfollow:
+    async def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[Posted]) -> Unfollow:
         """On the worker's feed stream (opened on first use, reopened after it breaks); the worker's refusal
         comes to `sink` as its end."""
         return self._feed().follow(request, sink)
 
-    async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
+    async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[Posted]:
         """On the worker's feed stream (opened on first use, reopened after it breaks)."""
-        async for update in self._feed().watch(request):
-            yield update
+        async for posted in self._feed().watch(request):
+            yield posted
 
     def _feed(self) -> WatchFeed:
         if self.feed is None or self.feed.broken:
-            self.feed = WatchFeed(self.stub)
+            self.feed = WatchFeed(self.channel)
         return self.feed
 
     async def view(self, request: host_pb2.HostViewRequest) -> matches_pb2.Update:
@@ -267,7 +268,7 @@ class Routed:
     async def cancel_tables(self, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
         return await self._call(lambda c: c.cancel_tables(request))
 
-    async def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[matches_pb2.Update]) -> Unfollow:
+    async def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[Posted]) -> Unfollow:
         """Push the updates after `request.after_seq` to `sink`; if the match's worker goes away (a
         hand-off, a crash) the watch goes on at the next one from the last update delivered, without gap or
         repeat (`Resuming`)."""
@@ -275,13 +276,13 @@ class Routed:
         await resuming.open()
         return resuming.stop
 
-    async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
+    async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[Posted]:
         """`follow` as an async iterator."""
-        following: Following[matches_pb2.Update] = Following()
+        following: Following[Posted] = Following()
         stop = await self.follow(request, following)
         try:
-            async for update in following:
-                yield update
+            async for posted in following:
+                yield posted
         finally:
             stop()
 
@@ -292,7 +293,7 @@ class Resuming:
     now, after the last update it passed on. A worker that refuses again and again without an update in
     between is given up once the router's hold has passed, as a call would be."""
 
-    def __init__(self, routed: Routed, request: host_pb2.HostWatchRequest, sink: Sink[matches_pb2.Update]) -> None:
+    def __init__(self, routed: Routed, request: host_pb2.HostWatchRequest, sink: Sink[Posted]) -> None:
         self.routed = routed
         self.request = request
         self.sink = sink
@@ -317,12 +318,12 @@ class Resuming:
         else:
             self.unfollow = unfollow
 
-    def put(self, update: matches_pb2.Update) -> None:
+    def put(self, posted: Posted) -> None:
         if not self.stopped:
-            self.after = update.seq
+            self.after = posted.seq
             self.refused_since = None
             self.pause = 0.0
-            self.sink.put(update)
+            self.sink.put(posted)
 
     def end(self, error: Exception | None) -> None:
         if self.stopped:

@@ -64,8 +64,8 @@ def test_many_commands_and_watches_share_the_two_streams() -> None:
             watch = host_pb2.HostWatchRequest(match_id=match_id, token_sha256=hashlib.sha256(TOKENS[seat]).digest())
             out: list[matches_pb2.Update] = []
             stream = worker.watch(watch)
-            async for update in stream:
-                out.append(update)
+            async for posted in stream:
+                out.append(posted.update())
                 if len(out) == n:
                     break
             await stream.aclose()  # type: ignore[attr-defined]

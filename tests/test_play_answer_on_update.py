@@ -5,13 +5,17 @@ order the commands were sent. Without the flag a stream is as before (a result, 
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
+
+import grpc
 
 from gateway.answers import Answers
 from protos.tablehall.v1 import matches_pb2
 from tablehall.client import Client, Result
 from tests.test_bots import serve
 from workers.typed_views.legal import action_message
+from workers.wire import Posted
 
 BOUND = 10.0
 
@@ -76,11 +80,46 @@ def test_the_sdk_reads_an_answered_update_as_the_update_then_its_result() -> Non
     serve(body)
 
 
+def test_a_stream_ends_by_itself_after_the_match_once_the_client_closed_its_side() -> None:
+    """Both seats play a whole match; each then closes its side and reads to the end, never cancelling: the
+    service ends both streams (the last mover's stream never ended when the match's last update went out
+    before its result and both were counted as answers)."""
+
+    async def play(session: Any, rng: random.Random) -> list[Any]:
+        view: dict[str, Any] | None = None
+        waiting = False
+        async for event in session.events():
+            if isinstance(event, Result):
+                waiting = False
+            else:
+                view = event[1]
+            if view is None or waiting:
+                continue
+            if view["status"] != "in_progress":
+                break
+            options = [action for action in view["legal"] if action["do"] != "resign"]
+            if options:
+                await session.send(rng.choice(options))
+                waiting = True
+        await session.call.done_writing()
+        return [event async for event in session.call]
+
+    async def body(address: str, client: Client) -> None:
+        match = await client.create_match("spectacular-bid", ["Ana", "Bia"])
+        sessions = [await client.seat(match.match_id, token).session() for token in match.tokens]
+        played = asyncio.gather(*(play(session, random.Random(n)) for n, session in enumerate(sessions)))
+        await asyncio.wait_for(played, 60)
+        for session in sessions:
+            assert await session.call.code() == grpc.StatusCode.OK
+
+    serve(body)
+
+
 # --- the order, alone (pure) ------------------------------------------------------------------------
 
 
-def _update(seq: int) -> matches_pb2.Update:
-    return matches_pb2.Update(seq=seq)
+def _update(seq: int) -> Posted:
+    return Posted.of(matches_pb2.Update(seq=seq))
 
 
 def _result(ref: int, seq: int) -> matches_pb2.CommandResult:
@@ -89,7 +128,9 @@ def _result(ref: int, seq: int) -> matches_pb2.CommandResult:
     return matches_pb2.CommandResult(ref=ref, error=matches_pb2.CommandError(code="illegal_action"))
 
 
-def _kinds(events: list[matches_pb2.PlayEvent]) -> list[str]:
+def _kinds(sent: list[bytes]) -> list[str]:
+    """What the stream sends, as the client reads it (events go out serialized)."""
+    events = [matches_pb2.PlayEvent.FromString(wire) for wire in sent]
     return [
         f"u{e.update.seq}" + (f"+r{e.answered.ref}" if e.HasField("answered") else "")
         if e.HasField("update") else f"r{e.result.ref}"
@@ -148,3 +189,12 @@ def test_without_the_flag_every_event_goes_at_once() -> None:
     answers.asked()
     assert _kinds(answers.update(_update(2))) == ["u2"]
     assert _kinds(answers.result(_result(1, 2))) == ["r1"]
+
+
+def test_each_command_is_answered_once_when_its_update_went_out_alone() -> None:
+    answers = Answers(on_update=True)
+    answers.asked()
+    assert answers.update(_update(4)) == []
+    assert _kinds(answers.ended()) == ["u4"]
+    assert _kinds(answers.result(_result(1, 4))) == ["r1"]
+    assert answers.unanswered == 0

@@ -1,5 +1,5 @@
-"""One Update per change, seat and form: every watcher of a seat woken by one change gets the same message,
-built once; a later clock reading (match_time_ms) builds a new one, and each seat keeps its own view."""
+"""One Update per change, seat and form: every watcher of a seat woken by one change gets the same bytes,
+built once; a later clock reading (match_time_ms) builds new ones, and each seat keeps its own view."""
 
 from __future__ import annotations
 
@@ -28,11 +28,13 @@ def test_watchers_of_a_seat_share_one_update_of_a_change() -> None:
         clock.now += 50
         await actor.command(TOKENS[turn], None, move, clock.now)
         first, second = await asyncio.gather(*waiting)
-        assert first is second and first.seq == seq + 1 and first.seat == 0
-        assert not first.over and first.match_time_ms > 0, "a clock reading, shared by both"
-        assert [c.deal for c in first.commitments] == [0]
-        other = actor.update(actor.seat_of(TOKENS[1]), seq + 1, TYPED)
-        assert other is not first and other.seat == 1
+        assert first is second and first.seq == seq + 1
+        update = first.update()
+        assert update.seq == seq + 1 and update.seat == 0
+        assert not update.over and update.match_time_ms > 0, "a clock reading, shared by both"
+        assert [c.deal for c in update.commitments] == [0]
+        other = actor.posted(actor.seat_of(TOKENS[1]), seq + 1, TYPED)
+        assert other is not first and other.update().seat == 1
         for watcher in watchers:
             await watcher.aclose()
 
@@ -44,11 +46,11 @@ def test_a_later_clock_reading_is_a_new_update() -> None:
         clock = Clock()
         actor, _ = await running(MemoryStorage(), clock)
         seat = actor.seat_of(TOKENS[0])
-        before = actor.update(seat, actor.seq, TYPED)
-        assert actor.update(seat, actor.seq, TYPED) is before
+        before = actor.posted(seat, actor.seq, TYPED)
+        assert actor.posted(seat, actor.seq, TYPED) is before
         clock.now += 1000
-        later = actor.update(seat, actor.seq, TYPED)
-        assert later is not before and later.match_time_ms == before.match_time_ms + 1000
-        assert later.SerializeToString() != before.SerializeToString()
+        later = actor.posted(seat, actor.seq, TYPED)
+        assert later is not before and later.update().match_time_ms == before.update().match_time_ms + 1000
+        assert later.wire != before.wire
 
     asyncio.run(body())

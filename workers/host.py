@@ -36,6 +36,7 @@ from workers.partitions import PARTITIONS, partition_of
 from workers.storage import FencedOut, MatchEntry, MemoryStorage, Storage, Stored
 from workers.typed_views.legal import action_dict
 from workers.voids import VoidReason
+from workers.wire import Posted
 
 log = logging.getLogger("tablehall.worker")
 T = TypeVar("T")
@@ -84,8 +85,11 @@ class MatchHost:
         on_finished: Callable[[str], None] | None = None,
         on_ended: Callable[[str], None] | None = None,
         clock: Callable[[], int] = unix_ms,
+        hop: bool = True,
     ) -> None:
         self.storage: Storage = storage if storage is not None else MemoryStorage()
+        self.hop = hop
+        """Observe `tablehall_gateway_worker_hop_seconds` (False in the gateway's own process: no hop)."""
         self.ordinal = ordinal
         self.workers = workers
         self.tolerance_ms = tolerance_ms
@@ -372,7 +376,7 @@ class MatchHost:
 
     async def command(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
         started = time.perf_counter()
-        if request.arrival_unix_ms:
+        if request.arrival_unix_ms and self.hop:
             metrics.HOP.observe(max(0, time.time_ns() // 1_000_000 - request.arrival_unix_ms) / 1000)
         actor = await self.actor(request.match_id)
         claimed = request.seat if request.HasField("seat") else None
@@ -385,16 +389,16 @@ class MatchHost:
             metrics.command_duration(actor.entry.game, kind.rstrip("_")).observe(time.perf_counter() - started)
         return actor.reply(seat, seq, request.views, with_view=not request.no_view)
 
-    async def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[matches_pb2.Update]) -> Unfollow:
+    async def follow(self, request: host_pb2.HostWatchRequest, sink: Sink[Posted]) -> Unfollow:
         """Push the watch's updates to `sink` (workers/following.py); refused here, or ended on the sink."""
         actor = await self.actor(request.match_id)
         watcher = await actor.follow(request.token_sha256, request.after_seq, request.views, sink)
         return lambda: actor.unfollow(watcher)
 
-    async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[matches_pb2.Update]:
+    async def watch(self, request: host_pb2.HostWatchRequest) -> AsyncIterator[Posted]:
         actor = await self.actor(request.match_id)
-        async for update in actor.watch(request.token_sha256, request.after_seq, request.views):
-            yield update
+        async for posted in actor.watch(request.token_sha256, request.after_seq, request.views):
+            yield posted
 
     async def view(self, request: host_pb2.HostViewRequest) -> matches_pb2.Update:
         actor = await self.actor(request.match_id)

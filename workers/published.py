@@ -24,8 +24,20 @@ from workers.games.records import Match
 from workers.replay_log import Position
 from workers.storage import MatchEntry
 from workers.typed_views import FIELDS, typed_view, typed_wire
+from workers.wire import Posted, field, tag
 
 TYPED, JSON_ONLY = matches_pb2.VIEW_FORMAT_TYPED, matches_pb2.VIEW_FORMAT_JSON
+VIEW_KEYS = {game: tag(matches_pb2.Update.DESCRIPTOR.fields_by_name[name].number) for game, name in FIELDS.items()}
+"""The key of each game's typed view field in an Update."""
+_SEATS: dict[Seat | None, bytes] = {None: b""}
+
+
+def _seat(seat: Seat | None) -> bytes:
+    """An Update's seat field, serialized (none for a spectator)."""
+    known = _SEATS.get(seat)
+    if known is None:
+        known = _SEATS[seat] = matches_pb2.Update(seat=seat).SerializeToString()
+    return known
 
 
 
@@ -71,21 +83,28 @@ class Shown:
         if views != TYPED:
             carrier.view_json = self.json()
 
+    def parts(self, views: int) -> tuple[bytes, bytes]:
+        """The view as an Update's serialized fields in the form asked: (view_json's, the typed view's) —
+        apart, as each has its place in the Update's field order."""
+        typed = b"" if views == JSON_ONLY else field(VIEW_KEYS[self.game], self.wire())
+        json_part = b"" if views == TYPED else matches_pb2.Update(view_json=self.json()).SerializeToString()
+        return json_part, typed
+
 
 class Watcher:
     """One follower of a match: its seat, the form of its views, its sink, the last change it was given."""
 
     __slots__ = ("seat", "seq", "sink", "views")
 
-    def __init__(self, seat: Seat | None, views: int, sink: Sink[matches_pb2.Update], seq: int) -> None:
+    def __init__(self, seat: Seat | None, views: int, sink: Sink[Posted], seq: int) -> None:
         self.seat = seat
         self.views = views
         self.sink = sink
         self.seq = seq
 
-    def put(self, update: matches_pb2.Update) -> None:
-        self.seq = update.seq
-        self.sink.put(update)
+    def put(self, posted: Posted) -> None:
+        self.seq = posted.seq
+        self.sink.put(posted)
 
 
 class Published:
@@ -101,9 +120,11 @@ class Published:
         self.first_seq = max(1, position.change)
         """The first change in `snapshots` (a match restored from a snapshot starts there)."""
         self.views: dict[tuple[int, Seat | None], Shown] = {}
-        self.updates: dict[tuple[int, Seat | None, int], tuple[int, matches_pb2.Update]] = {}
+        self.updates: dict[tuple[int, Seat | None, int], tuple[int, Posted]] = {}
         """The newest Update of each seat and form, with the clock reading it carries: every watcher of a
-        seat woken by one change gets the same message (read-only once built), built once."""
+        seat woken by one change gets the same bytes, built once."""
+        self.shared: tuple[tuple[int, int], tuple[bytes, bytes]] | None = None
+        """The parts of the last Update built that every viewer of its change shares, by (seq, reading)."""
         self.sealed: dict[int, bytes] = {}
         """The first N deals' commitments, serialized as an Update's field, by N: each built once."""
         self.watchers: set[Watcher] = set()
@@ -159,33 +180,51 @@ class Published:
         return self.position.match if seq == 0 == self.seq else self.snapshots[seq - self.first_seq]
 
     def update(self, seat: Seat | None, seq: int, views: int = matches_pb2.VIEW_FORMAT_BOTH) -> matches_pb2.Update:
-        """A seat's Update at `seq`. Callers never change it: one message may go to many watchers."""
-        # the service's clock reading (matches.proto Update.match_time_ms): match time as the actor times
-        # moves (never behind the match's own time), negative while a scheduled match waits for its start;
-        # none once the match is over (no clock runs: every read of an ended match is the same bytes)
-        reading = 0
-        if not self.match.over:
-            elapsed = self.wall_ms() - self.entry.created_unix_ms
-            reading = elapsed if seq == 0 == self.seq else max(self.match.now, elapsed)
+        """A seat's Update at `seq` as a message (GetView; watchers get `posted`'s bytes)."""
+        return self.posted(seat, seq, views).update()
+
+    def posted(self, seat: Seat | None, seq: int, views: int = matches_pb2.VIEW_FORMAT_BOTH) -> Posted:
+        """A seat's Update at `seq`, serialized, and put together from parts: what every viewer of the
+        change shares (built once per change and clock reading), the seat, the view. Every watcher of a seat
+        woken by one change gets the same bytes."""
+        reading = self._reading(seq)
         key = (seq, seat, views)
         cached = self.updates.get(key)
         if cached is not None and cached[0] == reading:
             return cached[1]
-        snapshot = self.at(seq)
-        deals = len(snapshot.deals)
-        update = matches_pb2.Update(match_id=self.match_id, seq=seq, seat=seat, over=snapshot.over)
-        update.MergeFromString(self._sealed(deals))
-        self.shown(seat, seq).fill(update, views)
-        if seq == 0:
-            update.starts_unix_ms = self.entry.created_unix_ms
-        if reading:
-            update.match_time_ms = reading
+        front, back = self._shared(seq, reading)
+        json_part, typed = self.shown(seat, seq).parts(views)
+        posted = Posted(seq, front + _seat(seat) + json_part + back + typed)  # the fields in their numbers' order
         if seq >= self.seq - 1:
-            self.updates[key] = (reading, update)
-        return update
+            self.updates[key] = (reading, posted)
+        return posted
+
+    def _reading(self, seq: int) -> int:
+        """The service's clock reading (matches.proto Update.match_time_ms): match time as the actor times
+        moves (never behind the match's own time), negative while a scheduled match waits for its start;
+        none once the match is over (no clock runs: every read of an ended match is the same bytes)."""
+        if self.match.over:
+            return 0
+        elapsed = self.wall_ms() - self.entry.created_unix_ms
+        return elapsed if seq == 0 == self.seq else max(self.match.now, elapsed)
+
+    def _shared(self, seq: int, reading: int) -> tuple[bytes, bytes]:
+        """The fields of a change's Update that every viewer shares at this clock reading, serialized: those
+        before the seat (match id, seq) and those after it (the commitments, over, start, the reading)."""
+        known = self.shared
+        if known is not None and known[0] == (seq, reading):
+            return known[1]
+        snapshot = self.at(seq)
+        front = matches_pb2.Update(match_id=self.match_id, seq=seq).SerializeToString()
+        rest = matches_pb2.Update(over=snapshot.over, match_time_ms=reading)
+        if seq == 0:
+            rest.starts_unix_ms = self.entry.created_unix_ms
+        parts = (front, self._sealed(len(snapshot.deals)) + rest.SerializeToString())
+        self.shared = ((seq, reading), parts)
+        return parts
 
     def _sealed(self, deals: int) -> bytes:
-        """The first `deals` commitments as an Update's serialized field, built once (merged in C)."""
+        """The first `deals` commitments as an Update's serialized field, built once."""
         wire = self.sealed.get(deals)
         if wire is None:
             sealed = enumerate(self.commitments[:deals])
@@ -197,9 +236,7 @@ class Published:
         """Unix ms from the clock that times the match's moves."""
         return int(self.clock())
 
-    async def follow(
-        self, token_sha256: bytes, after_seq: int, views: int, sink: Sink[matches_pb2.Update]
-    ) -> Watcher:
+    async def follow(self, token_sha256: bytes, after_seq: int, views: int, sink: Sink[Posted]) -> Watcher:
         """Push the caller's view after every change past `after_seq` to `sink`, as each is published,
         then its end: None once the match is over, `Unavailable` if this worker stops serving it first."""
         seat = self.seat_of(token_sha256) if token_sha256 else None
@@ -212,7 +249,7 @@ class Published:
             sink.end(self._gone(watcher))
             return watcher
         for seq in range(after_seq + 1, self.seq + 1):
-            watcher.put(self.update(seat, seq, views))
+            watcher.put(self.posted(seat, seq, views))
         if self.snapshots and self.snapshots[-1].over:
             sink.end(None)
         else:
@@ -224,10 +261,10 @@ class Published:
 
     async def watch(
         self, token_sha256: bytes, after_seq: int, views: int = matches_pb2.VIEW_FORMAT_BOTH
-    ) -> AsyncIterator[matches_pb2.Update]:
+    ) -> AsyncIterator[Posted]:
         """`follow` as an async iterator: the caller's view after every change past `after_seq`; ends after
         the match ends."""
-        following: Following[matches_pb2.Update] = Following()
+        following: Following[Posted] = Following()
         watcher = await self.follow(token_sha256, after_seq, views, following)
         try:
             async for update in following:
@@ -257,7 +294,7 @@ class Published:
         self.snapshots.append(self.match)
         over = self.match.over
         for watcher in list(self.watchers):
-            watcher.put(self.update(watcher.seat, self.seq, watcher.views))
+            watcher.put(self.posted(watcher.seat, self.seq, watcher.views))
             if over:
                 self.watchers.discard(watcher)
                 watcher.sink.end(None)

@@ -17,6 +17,7 @@ from workers.following import Unfollow
 from workers.host import MatchHost
 from workers.keeper import LeaseKeeper
 from workers.outbox import Outbox
+from workers.wire import Posted, field, handlers, tag
 
 log = logging.getLogger("tablehall.worker")
 
@@ -70,19 +71,23 @@ async def _until(closing: asyncio.Event, requests: AsyncIterator[T]) -> AsyncIte
         stop.cancel()
 
 
+FEED_ITEMS = tag(host_pb2.FeedBatch.DESCRIPTOR.fields_by_name["items"].number)
+FEED_UPDATE = tag(host_pb2.FeedItem.DESCRIPTOR.fields_by_name["update"].number)
+
+
 class _FeedSink:
-    """One watch of a Feed stream: its updates and its end become items of the stream's outbox."""
+    """One watch of a Feed stream: its updates and its end become items of the stream's outbox, serialized
+    (an update's bytes go in as they are: `workers.wire`)."""
 
     __slots__ = ("ended", "following", "items", "match_id", "number")
 
-    def __init__(
-        self, number: int, items: Outbox[host_pb2.FeedItem], following: dict[int, Any], match_id: str
-    ) -> None:
+    def __init__(self, number: int, items: Outbox[bytes], following: dict[int, Any], match_id: str) -> None:
         self.number, self.items, self.following, self.match_id = number, items, following, match_id
         self.ended = False
 
-    def put(self, update: matches_pb2.Update) -> None:
-        self.items.put(host_pb2.FeedItem(id=self.number, update=update))
+    def put(self, posted: Posted) -> None:
+        head = host_pb2.FeedItem(id=self.number, seq=posted.seq).SerializeToString()
+        self.items.put(head + field(FEED_UPDATE, posted.wire))
 
     def end(self, error: Exception | None) -> None:
         if self.ended:
@@ -90,12 +95,12 @@ class _FeedSink:
         self.ended = True
         self.following.pop(self.number, None)
         if error is None:
-            self.items.put(host_pb2.FeedItem(id=self.number, end=True))
+            self.items.put(host_pb2.FeedItem(id=self.number, end=True).SerializeToString())
             return
         code, message, moved_to = _refusal(error, f"a watch of match {self.match_id}")
         self.items.put(host_pb2.FeedItem(
             id=self.number, end=True, error_code=code, error_message=message, moved_to=moved_to
-        ))
+        ).SerializeToString())
 
 
 def _tasks(entries: Iterable[asyncio.Task[None] | Unfollow]) -> list[asyncio.Task[None]]:
@@ -164,12 +169,13 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
             yield host_pb2.HostCommandReplyBatch(replies=batch)
 
     @edge_stream
-    async def Feed(
+    async def Feed(  # type: ignore[override]  # batches go out serialized (workers.wire.handlers)
         self, requests: AsyncIterator[host_pb2.FeedRequest], context: Context
-    ) -> AsyncIterator[host_pb2.FeedBatch]:
+    ) -> AsyncIterator[bytes]:
         """Many watches on one stream (gateway/links.py): each follows its match as `Watch` would, its
-        updates pushed into the stream's outbox by the match's actor (workers/following.py)."""
-        items: Outbox[host_pb2.FeedItem] = Outbox()
+        updates pushed into the stream's outbox by the match's actor (workers/following.py); each batch
+        goes out as a serialized FeedBatch."""
+        items: Outbox[bytes] = Outbox()
         following: dict[int, asyncio.Task[None] | Unfollow] = {}
         """Each watch: the task subscribing it, then how to stop it."""
         await context.send_initial_metadata(())
@@ -199,15 +205,17 @@ class MatchHostService(host_pb2_grpc.MatchHostServicer):
 
         try:
             async for batch in _batches(items, read(), lambda: _tasks(following.values())):
-                yield host_pb2.FeedBatch(items=batch)
+                yield b"".join([field(FEED_ITEMS, item) for item in batch])
         finally:
             for entry in list(following.values()):
                 _stop(entry)
 
     @edge_stream
-    async def Watch(self, request: host_pb2.HostWatchRequest, context: Context) -> AsyncIterator[matches_pb2.Update]:
-        async for update in self.host.watch(request):
-            yield update
+    async def Watch(  # type: ignore[override]  # updates go out serialized (workers.wire.handlers)
+        self, request: host_pb2.HostWatchRequest, context: Context
+    ) -> AsyncIterator[bytes]:
+        async for posted in self.host.watch(request):
+            yield posted.wire
 
     @edge
     async def View(self, request: host_pb2.HostViewRequest, context: Context) -> matches_pb2.Update:
@@ -266,7 +274,10 @@ async def start_worker_server(
         ("grpc.http2.min_recv_ping_interval_without_data_ms", 4000),
         ("grpc.http2.max_ping_strikes", 0),
     ])
-    host_pb2_grpc.add_MatchHostServicer_to_server(service or MatchHostService(host), server)
+    name = host_pb2.DESCRIPTOR.services_by_name["MatchHost"].full_name
+    served = handlers(name, service or MatchHostService(host))  # its streams send bytes built already
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(name, served),))
+    server.add_registered_method_handlers(name, served)
     host_pb2_grpc.add_MatchSweepsServicer_to_server(MatchSweepsService(host), server)
     checker = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(checker, server)

@@ -172,9 +172,9 @@ class BotSeats:
                     match_id=match_id, token_sha256=bot.key_sha256, after_seq=after,
                     views=matches_pb2.VIEW_FORMAT_JSON,
                 )  # fmt: skip
-                async for update in self.router.owner(match_id).watch(request):
-                    after = update.seq
-                    view = view_dict(update)
+                async for posted in self.router.owner(match_id).watch(request):
+                    after = posted.seq
+                    view = view_dict(posted.update())
                     if is_over(view):
                         return
                     action = await self.decide(view, bot.level, rng)
