@@ -8,7 +8,7 @@ from typing import Any
 from protos.tablehall.v1 import views_pb2
 from workers.games.catalog import SPECTACULAR_BID
 from workers.games.engine import JSON
-from workers.games.spectacular_bid.view import LayoutView, MatchView
+from workers.games.spectacular_bid.view import LayoutView, MatchView, TableView
 from workers.typed_views.legal import action_dict, action_fields
 
 ARMS = (("W", "west"), ("E", "east"), ("N", "north"), ("S", "south"))
@@ -33,7 +33,7 @@ _VIEW: Any = views_pb2.SpectacularBidView
 """Built from keywords, nested messages as dicts (which protobuf builds fastest; the stubs type them as messages)."""
 KEPT = 4096
 """Entries each cache below holds at most (then it starts afresh: the next changes rebuild what they use)."""
-_PUBLIC: dict[tuple[Any, ...], tuple[LayoutView, tuple[dict[str, JSON], ...], bytes]] = {}
+_PUBLIC: dict[int, tuple[TableView, bytes]] = {}
 _OWN: dict[tuple[int | None, tuple[str, ...] | None], bytes] = {}
 _LEGAL: dict[tuple[tuple[tuple[str, Any], ...], int | None], bytes] = {}
 _LAYOUT: dict[int, tuple[LayoutView, bytes]] = {}
@@ -52,25 +52,20 @@ def _kept(cache: dict[Any, Any], key: Any, value: bytes | tuple[Any, ...]) -> No
 
 
 def _public(view: MatchView) -> bytes:
-    """Every field but the seat, hand and legal entries: the same for each viewer of one change, so the
-    second seat's view (and the spectators') of a change reuses the first's bytes."""
-    if view.final_round is not None:  # the match is over: once per viewer, not worth keeping
-        return _scalars(view) + _layout_wire(view.layout) + _past_rounds(view.past_rounds) + _final(view)
-    key = (
-        view.status, view.phase, view.round, view.turn, view.points, view.banks_ms, view.clock_running,
-        view.decision_since_ms, view.delay_ms, view.deadline_ms, view.hand_sizes, view.boneyard_size,
-        view.jockey, view.leader, view.auction, view.ready, view.hand_over, view.winner, view.reason,
-        view.void_reason, id(view.layout), id(view.past_rounds),
-    )  # fmt: skip
-    known = _PUBLIC.get(key)
-    if known is not None and known[0] is view.layout and known[1] is view.past_rounds:
-        return known[2]
-    built = _scalars(view) + _layout_wire(view.layout) + _past_rounds(view.past_rounds)
-    _kept(_PUBLIC, key, (view.layout, view.past_rounds, built))  # both kept: their ids are not reused meanwhile
+    """Every field but the seat, hand and legal entries: the same for each viewer of one change (the
+    table they share), so the second seat's view (and the spectators') of a change reuses the first's bytes."""
+    table = view.table
+    known = _PUBLIC.get(id(table))
+    if known is not None and known[0] is table:
+        return known[1]
+    built = _scalars(table) + _layout_wire(table.layout) + _past_rounds(table.past_rounds)
+    if table.final_round is not None:
+        built += _final(table)
+    _kept(_PUBLIC, id(table), (table, built))  # the table is kept: its id is not reused while cached
     return built
 
 
-def _scalars(view: MatchView) -> bytes:
+def _scalars(view: TableView) -> bytes:
     auction = None if view.auction is None else {"bid": view.auction[0], "bidder": view.auction[1]}
     return _encoded(
         status=view.status, phase=view.phase, round=view.round, turn=view.turn, points=view.points,
@@ -82,7 +77,7 @@ def _scalars(view: MatchView) -> bytes:
     )  # fmt: skip
 
 
-def _final(view: MatchView) -> bytes:
+def _final(view: TableView) -> bytes:
     assert view.final_round is not None
     return _encoded(final_round=_round(view.final_round))
 

@@ -68,8 +68,10 @@ while it is here): a change's views for each seat and its spectators share one."
 
 @built_fast
 @dataclass(frozen=True, slots=True)
-class MatchView:
-    seat: Seat | None
+class TableView:
+    """What every seat and spectator sees alike of one state: built once per state, however many viewers
+    ask (each seat's view of a change holds the same one, and a typed view's shared bytes key on it)."""
+
     status: str
     phase: str
     round: int
@@ -80,7 +82,6 @@ class MatchView:
     decision_since_ms: int | None
     delay_ms: int
     deadline_ms: int | None
-    hand: tuple[str, ...] | None
     hand_sizes: tuple[int, int]
     boneyard_size: int
     layout: LayoutView
@@ -92,43 +93,146 @@ class MatchView:
     winner: Seat | None
     reason: str | None
     void_reason: str | None
+    past_rounds: tuple[dict[str, JSON], ...]
+    final_round: dict[str, JSON] | None
+    """Once the match is over: the round it ended in, summed up as the past ones (None before)."""
+
+
+@built_fast
+@dataclass(frozen=True, slots=True)
+class MatchView:
+    """One viewer's view: the table everyone sees, and the viewer's own seat, hand and legal actions."""
+
+    table: TableView
+    seat: Seat | None
+    hand: tuple[str, ...] | None
     legal: tuple[dict[str, JSON], ...]
     counts: tuple[int | None, ...]
     """For each legal action, the count of the ends after it if it is a play (what it would score)."""
-    past_rounds: tuple[dict[str, JSON], ...]
-    final_round: dict[str, JSON] | None = None
-    """Once the match is over: the round it ended in, summed up as the past ones (None before)."""
+
+    @property
+    def status(self) -> str:
+        return self.table.status
+
+    @property
+    def phase(self) -> str:
+        return self.table.phase
+
+    @property
+    def round(self) -> int:
+        return self.table.round
+
+    @property
+    def turn(self) -> Seat | None:
+        return self.table.turn
+
+    @property
+    def points(self) -> tuple[int, int]:
+        return self.table.points
+
+    @property
+    def banks_ms(self) -> tuple[int, int]:
+        return self.table.banks_ms
+
+    @property
+    def clock_running(self) -> Seat | None:
+        return self.table.clock_running
+
+    @property
+    def decision_since_ms(self) -> int | None:
+        return self.table.decision_since_ms
+
+    @property
+    def delay_ms(self) -> int:
+        return self.table.delay_ms
+
+    @property
+    def deadline_ms(self) -> int | None:
+        return self.table.deadline_ms
+
+    @property
+    def hand_sizes(self) -> tuple[int, int]:
+        return self.table.hand_sizes
+
+    @property
+    def boneyard_size(self) -> int:
+        return self.table.boneyard_size
+
+    @property
+    def layout(self) -> LayoutView:
+        return self.table.layout
+
+    @property
+    def jockey(self) -> Seat | None:
+        return self.table.jockey
+
+    @property
+    def leader(self) -> Seat | None:
+        return self.table.leader
+
+    @property
+    def auction(self) -> tuple[int, Seat] | None:
+        return self.table.auction
+
+    @property
+    def ready(self) -> tuple[Seat, ...]:
+        return self.table.ready
+
+    @property
+    def hand_over(self) -> bool:
+        return self.table.hand_over
+
+    @property
+    def winner(self) -> Seat | None:
+        return self.table.winner
+
+    @property
+    def reason(self) -> str | None:
+        return self.table.reason
+
+    @property
+    def void_reason(self) -> str | None:
+        return self.table.void_reason
+
+    @property
+    def past_rounds(self) -> tuple[dict[str, JSON], ...]:
+        return self.table.past_rounds
+
+    @property
+    def final_round(self) -> dict[str, JSON] | None:
+        return self.table.final_round
 
     def to_json(self) -> dict[str, JSON]:
+        table = self.table
         return {
             "game": NAME,
             "seat": self.seat,
-            "status": self.status,
-            "phase": self.phase,
-            "round": self.round,
-            "turn": self.turn,
-            "points": list(self.points),
-            "banks_ms": list(self.banks_ms),
-            "clock_running": self.clock_running,
-            "decision_since_ms": self.decision_since_ms,
-            "delay_ms": self.delay_ms,
-            "deadline_ms": self.deadline_ms,
+            "status": table.status,
+            "phase": table.phase,
+            "round": table.round,
+            "turn": table.turn,
+            "points": list(table.points),
+            "banks_ms": list(table.banks_ms),
+            "clock_running": table.clock_running,
+            "decision_since_ms": table.decision_since_ms,
+            "delay_ms": table.delay_ms,
+            "deadline_ms": table.deadline_ms,
             "hand": list(self.hand) if self.hand is not None else None,
-            "hand_sizes": list(self.hand_sizes),
-            "boneyard_size": self.boneyard_size,
-            "layout": self.layout.to_json(),
-            "jockey": self.jockey,
-            "leader": self.leader,
-            "auction": {"bid": self.auction[0], "bidder": self.auction[1]} if self.auction else None,
-            "ready": list(self.ready),
-            "hand_over": self.hand_over,
-            "winner": self.winner,
-            "reason": self.reason,
-            "void_reason": self.void_reason,
+            "hand_sizes": list(table.hand_sizes),
+            "boneyard_size": table.boneyard_size,
+            "layout": table.layout.to_json(),
+            "jockey": table.jockey,
+            "leader": table.leader,
+            "auction": {"bid": table.auction[0], "bidder": table.auction[1]} if table.auction else None,
+            "ready": list(table.ready),
+            "hand_over": table.hand_over,
+            "winner": table.winner,
+            "reason": table.reason,
+            "void_reason": table.void_reason,
             "legal": list(self.legal),
             "counts": list(self.counts),
-            "past_rounds": list(self.past_rounds),
-            "final_round": self.final_round,
+            "past_rounds": list(table.past_rounds),
+            "final_round": table.final_round,
         }
 
 
@@ -138,50 +242,74 @@ def status(state: State) -> str:
     return "finished" if state.phase is Phase.OVER else "in_progress"
 
 
+_AUCTION, _LEAD, _PLAY, _OVER = Phase.AUCTION, Phase.LEAD, Phase.PLAY, Phase.OVER
+_EMPTY = Layout()
+
+
 def view(state: State, seat: Seat | None) -> MatchView:
     # between rounds (the settlement, before the next deal) the round just ended stays on the table
     round = state.round if state.round is not None else (state.past[-1] if state.past else None)
-    clock = state.clock
     hand = None
     if seat is not None and round is not None:
         hand = _shown_hand(round.hands[seat])
+    if seat is None:
+        return MatchView(table_view(state), None, hand, (), ())
+    legal = legal_actions(state, seat)
+    layout = round.layout if round is not None else _EMPTY
+    entries, counts = tuple([a.to_json() for a in legal]), tuple([_count_after(layout, a) for a in legal])
+    return MatchView(table_view(state), seat, hand, entries, counts)
+
+
+def table_view(state: State) -> TableView:
+    """The table of `state` as everyone sees it: built once per state (both seats' views of a change and its
+    spectators' share it), from the states seen last."""
+    seen = _TABLES.get(id(state))
+    if seen is not None and seen[0] is state:
+        return seen[1]
+    table = _table(state)
+    if len(_TABLES) >= _TABLES_MAX:
+        del _TABLES[next(iter(_TABLES))]
+    _TABLES[id(state)] = (state, table)  # the state is kept: its id is not reused while it is here
+    return table
+
+
+_TABLES_MAX = 64
+_TABLES: dict[int, tuple[State, TableView]] = {}
+
+
+def _table(state: State) -> TableView:
+    round = state.round if state.round is not None else (state.past[-1] if state.past else None)
+    clock = state.clock
     auction = None
     if round is not None and round.auction is not None and round.auction.bid is not None:
         assert round.auction.bidder is not None
         auction = (round.auction.bid, round.auction.bidder)
-    running = state.phase in (Phase.AUCTION, Phase.LEAD, Phase.PLAY)
-    legal = legal_actions(state, seat) if seat is not None else []
-    layout = round.layout if round is not None else Layout()
-    return MatchView(
-        seat=seat,
-        status=status(state),
-        phase=state.phase.value,
-        round=len(state.past) + (state.round is not None),
-        turn=state.turn if running else None,
-        points=state.points,
-        banks_ms=(clock.banks[0], clock.banks[1]),
-        clock_running=clock.turn,
-        decision_since_ms=clock.since if clock.turn is not None else None,
-        delay_ms=clock.settings.delay,
-        deadline_ms=next_deadline(state),
-        hand=hand,
-        hand_sizes=(len(round.hands[0]), len(round.hands[1])) if round else (0, 0),
-        boneyard_size=len(round.boneyard) if round else 0,
-        layout=LayoutView.of(layout),
-        jockey=round.jockey if round else None,
-        leader=round.leader if round else None,
-        auction=auction,
-        ready=tuple(sorted(state.ready)),
-        hand_over=state.hand_over,
-        winner=state.winner,
-        reason=state.reason,
-        void_reason=state.void_reason,
-        legal=tuple(a.to_json() for a in legal),
-        counts=tuple(_count_after(layout, a) for a in legal),
-        past_rounds=_past(state.past),
-        final_round=_summary(state.round, state.points, True)
-        if state.phase is Phase.OVER and state.round is not None
-        else None,
+    phase = state.phase
+    over = phase is _OVER
+    return TableView(
+        status(state),
+        phase.value,
+        len(state.past) + (state.round is not None),
+        state.turn if phase is _PLAY or phase is _AUCTION or phase is _LEAD else None,
+        state.points,
+        (clock.banks[0], clock.banks[1]),
+        clock.turn,
+        clock.since if clock.turn is not None else None,
+        clock.settings.delay,
+        next_deadline(state),
+        (len(round.hands[0]), len(round.hands[1])) if round else (0, 0),
+        len(round.boneyard) if round else 0,
+        LayoutView.of(round.layout if round is not None else _EMPTY),
+        round.jockey if round else None,
+        round.leader if round else None,
+        auction,
+        tuple(sorted(state.ready)),
+        state.hand_over,
+        state.winner,
+        state.reason,
+        state.void_reason,
+        _past(state.past),
+        _summary(state.round, state.points, True) if over and state.round is not None else None,
     )
 
 
