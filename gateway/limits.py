@@ -13,6 +13,8 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from workers.games.values import built_fast
+
 DEFAULT_RATE_PER_S = 300.0
 """Sustained requests per second per connection and per token: twice what one of the 16 connections of
 `tablehall bench service` carries on a gateway doing 2,400 commands/s, and far above a person's pace."""
@@ -28,6 +30,7 @@ KEEP_KEYS = 10_000
 has doubled again, so a crowd of busy callers costs no sweep per request."""
 
 
+@built_fast  # one is made for every request
 @dataclass(frozen=True, slots=True)
 class TokenBucket:
     """`burst` tokens at most, refilled at `rate` per second; each request takes one. `tokens` is the level

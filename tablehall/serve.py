@@ -160,7 +160,8 @@ async def _workers(
         hosts: list[MatchHost] = []
         async with embedded_jobs(url, lambda: in_process(hosts)) as jobs:  # rating + sweeps, no broker
             matches = MatchHost(
-                storage, tolerance_ms=tolerance_ms(), on_finished=jobs.on_finished if jobs else None, on_ended=on_ended
+                storage, tolerance_ms=tolerance_ms(), on_finished=jobs.on_finished if jobs else None, on_ended=on_ended,
+                hop=False,  # the gateway is this process: no hop to measure
             )
             hosts.append(matches)
             await matches.start()

@@ -100,6 +100,8 @@ def test_recovery_after_a_long_outage_counts_worker_down() -> None:
 
 
 class FailingStorage(MemoryStorage):
+    durable = True  # a disk that fills up: its commits are timed
+
     async def append_all(
         self, match_id: str, partition: int, epoch: int, entries: Sequence[LogEntry], progress: Progress
     ) -> None:

@@ -113,9 +113,9 @@ def test_commands_latency_hop_commit_and_rating(served: Served, played: dict[str
     }
     assert commands.get("ready", 0) >= 4 and commands.get("play", 0) >= 1, commands
     total = sum(commands.values())
-    assert value(found, "tablehall_gateway_worker_hop_seconds_count") == total
-    hop_sum = value(found, "tablehall_gateway_worker_hop_seconds_sum")
-    assert hop_sum is not None and 0 <= hop_sum < total  # each hop well under a second on loopback
+    # `serve` runs its worker in the gateway's process: there is no hop to measure (the worker processes'
+    # hop is checked below, in the test of separate workers)
+    assert not value(found, "tablehall_gateway_worker_hop_seconds_count")
     commits = value(found, "tablehall_event_log_commit_seconds_count") or 0
     assert commits >= total  # every accepted command, deal and void is appended
     assert (value(found, "tablehall_rating_lag_seconds_count", game=SB) or 0) >= 1

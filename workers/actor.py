@@ -251,7 +251,8 @@ class MatchActor(Published):
         try:
             started = time.perf_counter()
             await self.storage.append_all(self.match_id, self.entry.partition, self.epoch, entries, progress)
-            metrics.LOG_COMMIT.observe(time.perf_counter() - started)
+            if self.storage.durable:  # an in-memory log commits nothing: no figure to keep
+                metrics.LOG_COMMIT.observe(time.perf_counter() - started)
         except FencedOut as fenced:
             log.error("match %s: %s; this worker stops serving it", self.match_id, fenced)
             if self.hosting.on_fenced is not None:  # once this change's caller has its answer (wrong_owner: not done)
@@ -331,17 +332,25 @@ class MatchActor(Published):
 
     def arm(self, retry_s: float | None = None) -> None:
         """The deadline timer follows `next_deadline` after every change; a scheduled match's is its start.
-        `retry_s`: a deadline that could not be settled (storage down) is tried again after that long."""
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
+        `retry_s`: a deadline that could not be settled (storage down) is tried again after that long. A
+        timer already set to fire no later is kept (a change rarely brings the deadline nearer): when it
+        fires early it finds nothing due and sets the timer again."""
         deadline = Millis(0) if self.seq == 0 else self.game.next_deadline(self.match.state)
+        timer = self.timer
         if deadline is None or self.match.over or self.closed:
+            if timer is not None:
+                timer.cancel()
+                self.timer = None
             return
         delay = (self.entry.created_unix_ms + deadline - self.hosting.clock() + 1) / 1000
         if retry_s is not None:
             delay = max(delay, retry_s)
-        self.timer = asyncio.get_running_loop().call_later(max(0.0, delay), self._on_timer)
+        loop = asyncio.get_running_loop()
+        if timer is not None:
+            if retry_s is None and timer.when() <= loop.time() + delay:
+                return
+            timer.cancel()
+        self.timer = loop.call_later(max(0.0, delay), self._on_timer)
 
     def _on_timer(self) -> None:
         self.timer = None

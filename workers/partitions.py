@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 PARTITIONS = 256
 
 
+@functools.lru_cache(maxsize=1 << 16)  # asked for every command: a lookup, not a hash, for the matches in play
 def partition_of(match_id: str, partitions: int = PARTITIONS) -> int:
     """A stable hash of the match id (not Python's salted `hash`), modulo the partition count."""
     digest = hashlib.blake2b(match_id.encode(), digest_size=8).digest()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from workers.errors import NotOwner, ServiceError
 from workers.games.engine import JSON
@@ -160,6 +160,10 @@ class Storage(Protocol):
         them or none (a command and the deal it calls for); raises `FencedOut` if the epoch moved on."""
         ...
 
+    @property
+    def durable(self) -> bool:
+        """Whether a commit outlives the process (the commit's time is a figure worth keeping)."""
+
     takes_snapshots: bool
     """Whether the actor snapshots its match every `SNAPSHOT_EVERY` changes: a snapshot spares a restore
     reading and replaying the whole log, which is worth it only where the log is far away."""
@@ -193,6 +197,8 @@ class MemoryStorage:
     beats: dict[str, int] = field(default_factory=dict)
     members: dict[str, tuple[str, MemberState]] = field(default_factory=dict)
     """Per worker: where it listens and its state (its heartbeat is in `beats`)."""
+    durable: ClassVar[bool] = False
+    """Nothing outlives the process (`tablehall_event_log_commit_seconds` is not observed)."""
     takes_snapshots: bool = False
     """The log is in this process's memory: a restore replays it for a little CPU and no reading, so the
     ~0.5 ms of pickling a snapshot every 64 changes would buy nothing (it can still be given one)."""

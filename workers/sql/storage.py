@@ -27,6 +27,7 @@ MAX_BATCH = 1000
 
 
 class SqlStorage:
+    durable = True
     takes_snapshots = True
     """A restore reads the log from the database: a snapshot spares reading and replaying all of it."""
 
