@@ -14,10 +14,12 @@ from tests.sb import GAME, layout_of, tiles
 from workers.games.clock import Clock
 from workers.games.engine import Millis, Seat
 from workers.games.spectacular_bid.actions import Play
+from workers.games.spectacular_bid.layout import Layout
 from workers.games.spectacular_bid.options import Options
 from workers.games.spectacular_bid.rules import legal_actions
 from workers.games.spectacular_bid.state import Auction, Phase, Round, Sale, State
-from workers.games.spectacular_bid.tiles import TILES, Tile, tile
+from workers.games.spectacular_bid.tiles import TILES, End, Tile, tile
+from workers.games.spectacular_bid.view import LayoutView
 from workers.games.values import evolve
 
 
@@ -106,3 +108,30 @@ def test_a_views_counts_are_the_counts_of_the_layouts_the_plays_would_build(seed
             assert count == built.count(), (layout, action)
             checked += 1
     assert checked
+
+
+def _layout_view_walked(layout: Layout) -> LayoutView:
+    """The layout's view as the plain walk over its tiles builds it (what the fast build must equal)."""
+    lead = layout.placements[0] if layout.placements else None
+    lines: dict[End | None, list[str]] = {end: [] for end in End}
+    for placed in layout.placements:
+        lines.setdefault(placed.end, []).append(str(placed))
+    return LayoutView(
+        str(lead) if lead is not None else None,
+        tuple((end.value, tuple(lines[end])) for end in End),
+        layout.spinner,
+        tuple((end.value, pip) for end, pip in layout.open_ends()),
+        layout.count() if lead is not None else 0,
+    )
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=10_000))
+def test_a_layouts_view_is_the_walk_over_its_tiles_also_read_back_from_a_snapshot(seed: int) -> None:
+    for turn in self_play(GAME, ["A", "B"], random.Random(seed)):
+        round = turn.match.state.round
+        if round is None:
+            continue
+        copy = pickle.loads(pickle.dumps(round.layout))  # its placements are copies, not the interned ones
+        assert LayoutView._built(round.layout) == _layout_view_walked(round.layout)
+        assert LayoutView._built(copy) == _layout_view_walked(copy)

@@ -24,11 +24,12 @@ from workers.games.records import Match
 from workers.replay_log import Position
 from workers.storage import MatchEntry
 from workers.typed_views import FIELDS, typed_view, typed_wire
-from workers.wire import Posted, field, tag
+from workers.wire import Posted, field, tag, varint, varint_key
 
 TYPED, JSON_ONLY = matches_pb2.VIEW_FORMAT_TYPED, matches_pb2.VIEW_FORMAT_JSON
 VIEW_KEYS = {game: tag(matches_pb2.Update.DESCRIPTOR.fields_by_name[name].number) for game, name in FIELDS.items()}
 """The key of each game's typed view field in an Update."""
+_SEQ = varint_key(matches_pb2.Update.DESCRIPTOR.fields_by_name["seq"].number)
 _SEATS: dict[Seat | None, bytes] = {None: b""}
 
 
@@ -123,6 +124,8 @@ class Published:
         self.updates: dict[tuple[int, Seat | None, int], tuple[int, Posted]] = {}
         """The newest Update of each seat and form, with the clock reading it carries: every watcher of a
         seat woken by one change gets the same bytes, built once."""
+        self.named = matches_pb2.Update(match_id=entry.match_id).SerializeToString()
+        """The match id as an Update's field (the first of every update's)."""
         self.shared: tuple[tuple[int, int], tuple[bytes, bytes]] | None = None
         """The parts of the last Update built that every viewer of its change shares, by (seq, reading)."""
         self.sealed: dict[int, bytes] = {}
@@ -215,7 +218,7 @@ class Published:
         if known is not None and known[0] == (seq, reading):
             return known[1]
         snapshot = self.at(seq)
-        front = matches_pb2.Update(match_id=self.match_id, seq=seq).SerializeToString()
+        front = self.named + (_SEQ + varint(seq) if seq else b"")
         rest = matches_pb2.Update(over=snapshot.over, match_time_ms=reading)
         if seq == 0:
             rest.starts_unix_ms = self.entry.created_unix_ms

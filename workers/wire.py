@@ -19,6 +19,7 @@ from google.protobuf import descriptor_pool
 from google.protobuf.message_factory import GetMessageClass
 
 from protos.tablehall.v1 import matches_pb2
+from workers.games.values import built_fast
 
 _SMALL = [bytes([n]) for n in range(0x80)]
 
@@ -45,6 +46,11 @@ def field(key: bytes, payload: bytes) -> bytes:
     return key + varint(len(payload)) + payload
 
 
+def varint_key(number: int) -> bytes:
+    """The key of a varint field (an integer or a bool) numbered `number`."""
+    return varint(number << 3)
+
+
 def passing(cls: Any) -> Callable[[Any], bytes]:
     """A gRPC serializer for messages of `cls` that sends bytes (a message serialized already) as they are."""
     serialize = cls.SerializeToString
@@ -55,6 +61,7 @@ def passing(cls: Any) -> Callable[[Any], bytes]:
     return serialized
 
 
+@built_fast  # one for every update of every seat
 @dataclass(frozen=True, slots=True)
 class Posted:
     """One watcher's update of one change as it goes out: a `matches.Update`, serialized. Every watcher of a

@@ -10,6 +10,7 @@ from workers.games.catalog import SPECTACULAR_BID
 from workers.games.engine import JSON
 from workers.games.spectacular_bid.view import LayoutView, MatchView, TableView
 from workers.typed_views.legal import action_dict, action_fields
+from workers.wire import field, tag
 
 ARMS = (("W", "west"), ("E", "east"), ("N", "north"), ("S", "south"))
 """view_json's layout.lines keys and the typed layout's fields."""
@@ -66,15 +67,36 @@ def _public(view: MatchView) -> bytes:
 
 
 def _scalars(view: TableView) -> bytes:
-    auction = None if view.auction is None else {"bid": view.auction[0], "bidder": view.auction[1]}
-    return _encoded(
-        status=view.status, phase=view.phase, round=view.round, turn=view.turn, points=view.points,
-        banks_ms=view.banks_ms, clock_running=view.clock_running, decision_since_ms=view.decision_since_ms,
-        delay_ms=view.delay_ms, deadline_ms=view.deadline_ms, hand_sizes=view.hand_sizes,
-        boneyard_size=view.boneyard_size, jockey=view.jockey, leader=view.leader, auction=auction,
-        ready=view.ready, hand_over=view.hand_over, winner=view.winner, reason=view.reason,
-        void_reason=view.void_reason,
+    """The table's own fields: those that change at most a few times a round from records built once per
+    value, those of the clock (new at nearly every change) built together."""
+    settled = (
+        view.status, view.phase, view.round, view.delay_ms, view.jockey, view.leader, view.auction,
+        view.hand_over, view.winner, view.reason, view.void_reason, view.points,
     )  # fmt: skip
+    known = _SETTLED.get(settled)
+    if known is None:
+        auction = None if view.auction is None else {"bid": view.auction[0], "bidder": view.auction[1]}
+        known = _encoded(
+            status=view.status, phase=view.phase, round=view.round, delay_ms=view.delay_ms, jockey=view.jockey,
+            leader=view.leader, auction=auction, hand_over=view.hand_over, winner=view.winner,
+            reason=view.reason, void_reason=view.void_reason, points=view.points,
+        )  # fmt: skip
+        _kept(_SETTLED, settled, known)
+    return known + _moving(view)
+
+
+def _moving(view: TableView) -> bytes:
+    """The fields a move changes (whose turn, the clocks, the hands' and boneyard's sizes, who is ready):
+    new at nearly every change (protobuf builds them faster than Python writes them field by field)."""
+    return _encoded(
+        turn=view.turn, banks_ms=view.banks_ms, clock_running=view.clock_running,
+        decision_since_ms=view.decision_since_ms, deadline_ms=view.deadline_ms, hand_sizes=view.hand_sizes,
+        boneyard_size=view.boneyard_size, ready=view.ready,
+    )  # fmt: skip
+
+
+_SETTLED: dict[tuple[Any, ...], bytes] = {}
+"""The table's slow fields' bytes, by their values (the same over most changes of a round)."""
 
 
 def _final(view: TableView) -> bytes:
@@ -103,13 +125,38 @@ def _legal(entry: dict[str, JSON], count: int | None) -> bytes:
 
 
 def _layout_wire(layout: LayoutView) -> bytes:
-    """The layout field, once per layout (a layout stays the same over the changes that play no tile)."""
+    """The layout field, once per layout (a layout stays the same over the changes that play no tile), put
+    together from each tile's, end's and number's record, each built once (`_record`)."""
     known = _LAYOUT.get(id(layout))
     if known is not None and known[0] is layout:
         return known[1]
-    built = _encoded(layout=_layout(layout))
+    records = _RECORDS
+    parts = [_record("lead", layout.lead)]
+    for (_, tiles), name in zip(layout.lines, ARM_FIELDS, strict=True):
+        parts += [records.get((name, tile)) or _record(name, tile) for tile in tiles]
+    parts.append(_record("spinner", layout.spinner))
+    parts += [_record("open_ends", end) for end in layout.open_ends]
+    parts.append(_record("count", layout.count))
+    built = field(LAYOUT_KEY, b"".join(parts))
     _kept(_LAYOUT, id(layout), (layout, built))
     return built
+
+
+def _record(name: str, value: Any) -> bytes:
+    """One field of a layout (one tile of an arm, one open end), serialized once per value."""
+    key = (name, value)
+    known = _RECORDS.get(key)
+    if known is None:
+        given = {value[0]: value[1]} if name == "open_ends" else [value] if name in ARM_FIELDS else value
+        known = _RECORDS[key] = _LAYOUT_TYPE(**{name: given}).SerializeToString()
+    return known
+
+
+_LAYOUT_TYPE: Any = views_pb2.SpectacularBidLayout
+_RECORDS: dict[tuple[str, Any], bytes] = {}
+"""A layout's fields' records by value: a few hundred at most (28 tiles, 7 pips, counts to 60)."""
+ARM_FIELDS = tuple(name for _, name in ARMS)
+LAYOUT_KEY = tag(views_pb2.SpectacularBidView.DESCRIPTOR.fields_by_name["layout"].number)
 
 
 _PAST: dict[int, tuple[tuple[dict[str, JSON], ...], bytes]] = {}
@@ -127,17 +174,6 @@ def _past_rounds(summaries: tuple[dict[str, JSON], ...]) -> bytes:
     encoded = past.SerializeToString()
     _kept(_PAST, id(summaries), (summaries, encoded))  # the tuple is kept: its id is not reused while cached
     return encoded
-
-
-def _layout(layout: LayoutView) -> dict[str, Any]:
-    lines = dict(layout.lines)
-    return {
-        "lead": layout.lead,
-        **{name: lines[end] for end, name in ARMS},
-        "spinner": layout.spinner,
-        "open_ends": dict(layout.open_ends),
-        "count": layout.count,
-    }
 
 
 def _round(summary: dict[str, JSON]) -> dict[str, Any]:

@@ -165,3 +165,9 @@ _PLACED = {
     end.value: tuple(tuple(Placement(inner, outer, end) for outer in range(7)) for inner in range(7)) for end in End
 }
 """Every tile as it can lie on an end, by the end's name, the inner pip and the outer one: made once."""
+
+
+def interned() -> tuple[Placement, ...]:
+    """Every tile as it can lie on an end, as made once here: each placement of a layout built by play but
+    its lead is one of these (a layout read back from a snapshot has copies)."""
+    return tuple(p for by_inner in _PLACED.values() for by_outer in by_inner for p in by_outer)

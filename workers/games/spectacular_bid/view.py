@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from workers.games.engine import JSON, Seat
 from workers.games.spectacular_bid.actions import Action, Play
-from workers.games.spectacular_bid.layout import Layout
+from workers.games.spectacular_bid.layout import Layout, interned
 from workers.games.spectacular_bid.options import NAME
 from workers.games.spectacular_bid.rules import legal_actions, next_deadline
 from workers.games.spectacular_bid.state import Phase, Round, State
@@ -38,16 +38,24 @@ class LayoutView:
 
     @staticmethod
     def _built(layout: Layout) -> LayoutView:
-        lead = layout.placements[0] if layout.placements else None
-        lines: dict[End | None, list[str]] = {end: [] for end in End}
-        for placed in layout.placements:  # one walk, each tile to its end's line (`Layout.line`'s order)
-            lines.setdefault(placed.end, []).append(str(placed))
+        placements = layout.placements
+        if not placements:
+            return LayoutView(None, _NO_LINES, layout.spinner, (), 0)
+        lines: tuple[list[str], ...] = tuple([] for _ in _ENDS)
+        known = _LINE_OF
+        for placed in placements[1:]:  # the lead, then each tile to its end's line (`Layout.line`'s order)
+            line = known.get(id(placed))
+            if line is None:  # not one of the interned placements (a layout read back from a snapshot)
+                if placed.end is None:
+                    continue
+                line = (_ENDS.index(placed.end), str(placed))
+            lines[line[0]].append(line[1])
         return LayoutView(
-            str(lead) if lead is not None else None,
-            tuple((end.value, tuple(lines[end])) for end in End),
+            str(placements[0]),
+            tuple([(end._value_, tuple(tiles)) for end, tiles in zip(_ENDS, lines, strict=True)]),
             layout.spinner,
-            tuple((end.value, pip) for end, pip in layout.open_ends()),
-            layout.count() if lead is not None else 0,
+            tuple([(end._value_, pip) for end, pip in layout.ends]),
+            layout.count(),
         )
 
     def to_json(self) -> dict[str, JSON]:
@@ -60,6 +68,11 @@ class LayoutView:
         }
 
 
+_ENDS = tuple(End)
+_NO_LINES = tuple((end._value_, ()) for end in _ENDS)
+_LINE_OF = {id(placed): (_ENDS.index(placed.end), str(placed)) for placed in interned() if placed.end is not None}
+"""Each interned placement's line (its end's index in `End`) and name, by identity (they live as long as the
+process, so no other object takes their ids)."""
 _SEEN_MAX = 256
 _SEEN: dict[int, tuple[Layout, LayoutView]] = {}
 """The views of the layouts seen last, by identity (each entry holds its layout, so an id is never reused
