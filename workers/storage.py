@@ -14,6 +14,7 @@ from typing import ClassVar, Protocol
 
 from workers.errors import NotOwner, ServiceError
 from workers.games.engine import JSON
+from workers.games.values import built_fast
 from workers.leases import LeaseLost, LeaseTable, Member, MemberState, PartitionLease, Taken
 
 
@@ -36,6 +37,7 @@ class MatchEntry:
     partition: int = 0
 
 
+@built_fast  # one for every step
 @dataclass(frozen=True, slots=True)
 class LogEntry:
     """One accepted step of a match, replayed in order by recovery.
@@ -74,6 +76,7 @@ class Snapshot:
         return self.blob.startswith(SNAPSHOT_FORMAT)
 
 
+@built_fast  # one for every change
 @dataclass(frozen=True, slots=True)
 class Progress:
     """What the match table says about a match besides its log (for sweeps, recovery and metrics)."""

@@ -21,13 +21,14 @@ from google.protobuf.message_factory import GetMessageClass
 from protos.tablehall.v1 import matches_pb2
 from workers.games.values import built_fast
 
-_SMALL = [bytes([n]) for n in range(0x80)]
+_SHORT = [bytes([n]) for n in range(0x80)] + [bytes((n & 0x7F | 0x80, n >> 7)) for n in range(0x80, 0x4000)]
+"""Every varint of one or two bytes (below 16,384: the length of a view or an update, most seqs), made once."""
 
 
 def varint(value: int) -> bytes:
     """An unsigned integer as protobuf encodes it (seven bits a byte, low bits first)."""
-    if value < 0x80:
-        return _SMALL[value]
+    if value < 0x4000:
+        return _SHORT[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)

@@ -72,7 +72,11 @@ class Match:
         """A player's command arriving at `now`; deadlines due by then are settled first."""
         if now < self.now:
             raise MalformedAction(f"time runs backwards: {seconds(now)} s after {seconds(self.now)} s")
-        match, passed = self.advance(now)
+        deadline = self.game.next_deadline(self.state)
+        match: Match = self
+        passed: tuple[Event, ...] = ()
+        if deadline is not None and deadline <= now:  # else (mostly) nothing due: no match in between
+            match, passed = self.advance(now)
         state, events = match.game.apply(match.state, seat, action, now)
         step = Step(seat, action, now, match.log)
         return Match(match.game, match.players, state, match.deals, step, match.void_reason, now), (
