@@ -66,13 +66,15 @@ Call = Callable[[str, Any, str | None], Awaitable[Answer]]
 
 def timeless(reply: Any) -> bytes:
     """A reply as bytes, an Update without the service's clock reading (`match_time_ms`): two doors asked one
-    after the other read the clock apart, never the match. While a match is played the reading is there."""
+    after the other read the clock apart, never the match. While a match is played the reading is there.
+    Serialized deterministically: a map's entries (a layout's open ends) have no order on the wire, and a
+    door that reads and writes the message again may send them in another."""
     if reply.DESCRIPTOR.name == "Update":
         view = json.loads(reply.view_json)
         if view["status"] != "in_progress":
             assert reply.match_time_ms == 0, "an ended match has no clock to read"
         reply.ClearField("match_time_ms")
-    data: bytes = reply.SerializeToString()
+    data: bytes = reply.SerializeToString(deterministic=True)
     return data
 
 
