@@ -4,12 +4,14 @@ restores it exactly."""
 
 from __future__ import annotations
 
+import asyncio
+
 from tests.test_ratings_db import create, play_out, run
 from workers.actor import SNAPSHOT_EVERY
 from workers.games.catalog import game_named
 from workers.host import MatchHost
 from workers.replay_log import restored
-from workers.storage import MemoryStorage
+from workers.storage import MemoryStorage, Snapshot
 
 
 def test_the_memory_storage_takes_no_snapshot_and_its_log_restores_the_match() -> None:
@@ -27,6 +29,42 @@ def test_the_memory_storage_takes_no_snapshot_and_its_log_restores_the_match() -
             game = game_named("501")
             assert stored is not None and stored.snapshot is None and game is not None
             assert restored(game, stored).record(match_id) == actor.record()
+        finally:
+            host.close()
+
+    run(body())
+
+
+class HeldSnapshots(MemoryStorage):
+    """An in-memory log that takes snapshots and holds each one's write until `release` is set: a slow
+    database's second commit."""
+
+    def __init__(self) -> None:
+        super().__init__(takes_snapshots=True)
+        self.release = asyncio.Event()
+        self.asked: list[int] = []
+
+    async def snapshot(self, match_id: str, partition: int, epoch: int, snapshot: Snapshot) -> None:
+        self.asked.append(snapshot.seq)
+        await self.release.wait()
+        await super().snapshot(match_id, partition, epoch, snapshot)
+
+
+def test_a_snapshot_is_written_behind_its_change_not_in_the_way_of_the_commands() -> None:
+    async def body() -> None:
+        storage = HeldSnapshots()
+        host = MatchHost(storage)
+        await host.start()
+        try:
+            match_id = await create(host, "501", ["ann", "bob", "cid"], {"start_score": 300})
+            await asyncio.wait_for(play_out(host, match_id, 5), 60)  # no command waits for a held snapshot
+            actor = host.actors.get(match_id) or host.ended[match_id]
+            assert actor.seq > SNAPSHOT_EVERY and storage.asked and storage.snapshots == {}
+            storage.release.set()
+            while actor.snapshotting:
+                await asyncio.sleep(0)
+            assert storage.snapshots[match_id].seq == storage.asked[-1]
+            assert storage.asked[0] == SNAPSHOT_EVERY
         finally:
             host.close()
 

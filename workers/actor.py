@@ -82,6 +82,8 @@ class MatchActor(Published):
         """The log may hold changes memory lacks (a write whose outcome is unknown): catch up first."""
         self.timer: asyncio.TimerHandle | None = None
         self.firing: set[asyncio.Task[None]] = set()
+        self.snapshotting: set[asyncio.Future[None]] = set()
+        """Snapshots being written (held here: the loop keeps only weak references to its tasks)."""
 
     @classmethod
     async def create(
@@ -288,11 +290,23 @@ class MatchActor(Published):
         if match.over and not was_over and self.hosting.on_ended is not None:
             self.hosting.on_ended(self.match_id)
         if self.seq % SNAPSHOT_EVERY == 0 and not match.over and self.storage.takes_snapshots:
-            snapshot = Snapshot(self.seq, self.position.freeze())
-            try:
-                await self.storage.snapshot(self.match_id, self.entry.partition, self.epoch, snapshot)
-            except Exception as error:  # only a shortcut for recovery: the change itself is committed
-                log.warning("match %s: snapshot at change %d not written (%s)", self.match_id, self.seq, error)
+            self._snapshot(Snapshot(self.seq, self.position.freeze()))
+
+    def _snapshot(self, snapshot: Snapshot) -> None:
+        """Write a snapshot behind the change, not in its way: it is only a shortcut for recovery (the change
+        is committed already), so the command that happened to land on it is answered without waiting for a
+        second commit (with the log's writer busy, one more batch: what such commands added to the p99)."""
+        writing = asyncio.ensure_future(
+            self.storage.snapshot(self.match_id, self.entry.partition, self.epoch, snapshot)
+        )
+        self.snapshotting.add(writing)
+        writing.add_done_callback(lambda done: self._snapshot_written(done, snapshot.seq))
+
+    def _snapshot_written(self, done: asyncio.Future[None], seq: int) -> None:
+        self.snapshotting.discard(done)
+        error = None if done.cancelled() else done.exception()
+        if error is not None:
+            log.warning("match %s: snapshot at change %d not written (%s)", self.match_id, seq, error)
 
     async def catch_up(self) -> list[LogEntry]:
         """Memory may be behind the log: replay what the log holds beyond memory, publishing each change
