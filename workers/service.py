@@ -56,19 +56,24 @@ async def _until(closing: asyncio.Event, requests: AsyncIterator[T]) -> AsyncIte
     """The requests of a stream until the worker closes (then no more is read: a request the caller sent
     after that was never seen here, so the stream's clean end tells it that nothing of it was done)."""
     stop = asyncio.ensure_future(closing.wait())
+    read: asyncio.Future[T] | None = None
     try:
         while not closing.is_set():
             read = asyncio.ensure_future(anext(requests))
             await asyncio.wait({read, stop}, return_when=asyncio.FIRST_COMPLETED)
             if not read.done():
-                read.cancel()
                 return
             try:
-                yield read.result()
+                request = read.result()
             except StopAsyncIteration:
                 return
+            yield request
     finally:
         stop.cancel()
+        if read is not None:  # this stream was let go while a read was pending: nobody will take its end
+            read.cancel()
+            if read.done() and not read.cancelled():
+                read.exception()  # taken here (asyncio logs a task's exception that nobody took)
 
 
 FEED_ITEMS = tag(host_pb2.FeedBatch.DESCRIPTOR.fields_by_name["items"].number)
