@@ -194,7 +194,8 @@ def _sqlite_epochs_and_newest(
     loop's thread (`tablehall bench service --database-url sqlite:…`: ten appends took 2.5 ms on a quiet
     process and 89 ms beside a busy loop)."""
     cursor = _driver_cursor(conn)
-    found = cursor.execute(_SQLITE_FENCE, (json.dumps(sorted(partitions)), json.dumps(ids)))
+    marks, id_marks = ", ".join("?" * len(partitions)), ", ".join("?" * len(ids))
+    found = cursor.execute(_SQLITE_FENCE.format(marks=marks, ids=id_marks or "NULL"), [*sorted(partitions), *ids])
     epochs_json, newest_json = found.fetchone()
     cursor.close()
     epochs = {p: (epoch, owner) for p, epoch, owner in json.loads(epochs_json)}
@@ -341,11 +342,14 @@ def _appends(
     if conn.dialect.name == "postgresql":
         _pg_appends(conn, inserts, progress, now)
         return
-    cursor = _driver_cursor(conn)  # each statement takes all rows: few steps a batch (`_sqlite_epochs_and_newest`)
-    cursor.execute(_SQLITE_INSERT_EVENTS, (json.dumps(inserts),))
+    cursor = _driver_cursor(conn)  # each statement takes many rows: few steps a batch (`_sqlite_epochs_and_newest`)
+    for chunk in _chunks(inserts, _ROWS):
+        cursor.execute(_rows_sql(_SQLITE_INSERT_EVENTS_INTO, len(chunk), 9), [v for row in chunk for v in row])
     updates = [(m, p.status, p.void_reason, p.deadline_unix_ms, p.clock_running) for m, p in progress.items()]
     if sqlite3.sqlite_version_info >= (3, 33):
-        cursor.execute(_SQLITE_UPDATE_MATCHES, (now, json.dumps(updates)))
+        for chunk in _chunks(updates, _ROWS):
+            values = [now, *(v for row in chunk for v in row)]
+            cursor.execute(_rows_sql(_SQLITE_UPDATE_MATCHES_FROM, len(chunk), 5), values)
     else:  # no UPDATE ... FROM before SQLite 3.33: a statement a match
         cursor.executemany(_SQLITE_UPDATE_MATCH, [(*row[1:], now, row[0]) for row in updates])
     cursor.close()
@@ -375,29 +379,35 @@ _SQLITE_EPOCHS = "SELECT partition, epoch, owner FROM partitions WHERE partition
 _SQLITE_NEWEST = (
     "SELECT m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) FROM matches m WHERE m.id IN ({marks})"
 )
-# A batch's SQLite statements are constant texts whose rows come as one JSON array: the driver keeps each
-# prepared (its cache holds 128 texts; a text per batch size thrashed it, and each prepare lets go of the
-# interpreter and waits for it again beside a busy event loop).
 _SQLITE_FENCE = (
     "SELECT (SELECT json_group_array(json_array(partition, epoch, owner)) FROM partitions "
-    "WHERE partition IN (SELECT value FROM json_each(?))), "
+    "WHERE partition IN ({marks})), "
     "(SELECT json_group_array(json_array(m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id))) "
-    "FROM matches m WHERE m.id IN (SELECT value FROM json_each(?)))"
+    "FROM matches m WHERE m.id IN ({ids}))"
 )
-_SQLITE_INSERT_EVENTS = (
-    "INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms, epoch) SELECT "
-    + ", ".join(f"json_extract(value, '$[{i}]')" for i in range(9))
-    + " FROM json_each(?)"
+_SQLITE_INSERT_EVENTS_INTO = (
+    "INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms, epoch) VALUES {rows}"
 )
-_SQLITE_UPDATE_MATCHES = (
-    "UPDATE matches SET status = json_extract(v.value, '$[1]'), void_reason = json_extract(v.value, '$[2]'), "
-    "deadline_unix_ms = json_extract(v.value, '$[3]'), clock_running = json_extract(v.value, '$[4]'), "
-    "updated_unix_ms = ? FROM json_each(?) AS v WHERE matches.id = json_extract(v.value, '$[0]')"
+_SQLITE_UPDATE_MATCHES_FROM = (
+    "UPDATE matches SET status = v.column2, void_reason = v.column3, deadline_unix_ms = v.column4, "
+    "clock_running = v.column5, updated_unix_ms = ? FROM (VALUES {rows}) AS v WHERE matches.id = v.column1"
 )
 _SQLITE_UPDATE_MATCH = (
     "UPDATE matches SET status = ?, void_reason = ?, deadline_unix_ms = ?, clock_running = ?, updated_unix_ms = ? "
     "WHERE id = ?"
 )
+_ROWS = 500
+"""Rows per statement at most (nine values a log row: far under SQLite's 32,766 values a statement)."""
+
+
+def _rows_sql(template: str, rows: int, columns: int) -> str:
+    """`template` with `rows` rows of `columns` placeholders (the driver keeps each distinct text prepared)."""
+    row = "(" + ", ".join("?" * columns) + ")"
+    return template.format(rows=", ".join([row] * rows))
+
+
+def _chunks(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 # PostgreSQL: what every batch reads, as text statements (no statement to build and compile per batch).
 _PG_EPOCHS_FOR_SHARE = text(
