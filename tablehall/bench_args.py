@@ -74,6 +74,9 @@ def add_commands(commands: Any) -> None:
     log.add_argument("--matches", type=int, default=500, help="concurrent matches")
     log.add_argument("--per-match", type=int, default=40, help="appends per match")
     log.add_argument("--recovery", type=int, default=0, metavar="N", help="also time unfinished() over N matches")
+    log.add_argument(
+        "--busy-ms", type=float, default=0.0, metavar="N", help="keep the event loop busy N ms a turn meanwhile"
+    )
     log.set_defaults(run=run_log)
 
 
@@ -199,7 +202,7 @@ def run_lobby(args: argparse.Namespace) -> int:
 def run_log(args: argparse.Namespace) -> int:
     from tablehall.bench_log import bench_log
 
-    return bench_log(args.database_url, args.matches, args.per_match, args.recovery)
+    return bench_log(args.database_url, args.matches, args.per_match, args.recovery, args.busy_ms)
 
 
 def run_bots(args: argparse.Namespace) -> int:

@@ -23,8 +23,21 @@ def test_it_prints_the_appends_per_second_and_writes_them(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     printed = " ".join(done.stdout.split())
     assert re.search(r"sqlite: 60 appends from 12 concurrent matches in [\d.]+ s = [\d,]+ appends/s", printed)
+    assert re.search(r"commit wait p50 [\d.]+ ms, p99 [\d.]+ ms$", printed)
     with sqlite3.connect(file) as db:
         assert db.execute("SELECT count(*) FROM matches").fetchone() == (12,)
+
+
+def test_beside_a_busy_loop_it_says_so_and_every_append_is_written(tmp_path: Path) -> None:
+    file = tmp_path / "log.db"
+    done = subprocess.run(
+        [*CLI, "--database-url", f"sqlite:///{file}", "--matches", "6", "--per-match", "4", "--busy-ms", "1"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert " ".join(done.stdout.split()).endswith(", beside a loop busy 1 ms a turn")
+    with sqlite3.connect(file) as db:
+        assert db.execute("SELECT count(*) FROM events").fetchone() == (24,)
 
 
 def test_a_database_url_it_cannot_use_is_one_line_and_exit_2() -> None:
