@@ -5,6 +5,9 @@ restores it exactly."""
 from __future__ import annotations
 
 import asyncio
+import logging
+
+import pytest
 
 from tests.test_ratings_db import create, play_out, run
 from workers.actor import SNAPSHOT_EVERY
@@ -69,3 +72,33 @@ def test_a_snapshot_is_written_behind_its_change_not_in_the_way_of_the_commands(
             host.close()
 
     run(body())
+
+
+class FailingSnapshots(MemoryStorage):
+    """An in-memory log that takes snapshots and refuses every one: a database that lost them."""
+
+    def __init__(self) -> None:
+        super().__init__(takes_snapshots=True)
+
+    async def snapshot(self, match_id: str, partition: int, epoch: int, snapshot: Snapshot) -> None:
+        raise OSError("disk full")
+
+
+def test_a_snapshot_that_fails_is_logged_and_the_match_plays_on(caplog: pytest.LogCaptureFixture) -> None:
+    async def body() -> None:
+        storage = FailingSnapshots()
+        host = MatchHost(storage)
+        await host.start()
+        try:
+            match_id = await create(host, "501", ["ann", "bob", "cid"], {"start_score": 300})
+            await play_out(host, match_id, 5)
+            actor = host.actors.get(match_id) or host.ended[match_id]
+            while actor.snapshotting:
+                await asyncio.sleep(0)
+            assert actor.seq > SNAPSHOT_EVERY and actor.match.over and storage.snapshots == {}
+        finally:
+            host.close()
+
+    with caplog.at_level(logging.WARNING, logger="tablehall"):
+        run(body())
+    assert f"snapshot at change {SNAPSHOT_EVERY} not written (disk full)" in caplog.text

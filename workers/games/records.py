@@ -62,21 +62,24 @@ class Match:
 
     def advance(self, now: Millis) -> tuple[Match, tuple[Event, ...]]:
         """Run every time-driven change due at or before `now` (flags, ready timeouts)."""
+        due = self._due(now)
+        if due is None:
+            return self._at(now), ()
+        return self._with(due[0], now), due[1]
+
+    def _due(self, now: Millis) -> tuple[Any, tuple[Event, ...]] | None:
+        """The state and events once the deadline due at or before `now` is settled (None: none is due)."""
         deadline = self.game.next_deadline(self.state)
         if deadline is None or deadline > now:
-            return self._at(now), ()
-        state, events = self.game.on_deadline(self.state, now)
-        return self._with(state, now), events
+            return None
+        return self.game.on_deadline(self.state, now)
 
     def apply(self, seat: Seat, action: Any, now: Millis) -> tuple[Match, tuple[Event, ...]]:
         """A player's command arriving at `now`; deadlines due by then are settled first."""
         if now < self.now:
             raise MalformedAction(f"time runs backwards: {seconds(now)} s after {seconds(self.now)} s")
-        deadline = self.game.next_deadline(self.state)
-        match: Match = self
-        passed: tuple[Event, ...] = ()
-        if deadline is not None and deadline <= now:  # else (mostly) nothing due: no match in between
-            match, passed = self.advance(now)
+        due = self._due(now)  # mostly None: then no match is built in between
+        match, passed = (self, ()) if due is None else (self._with(due[0], now), due[1])
         state, events = match.game.apply(match.state, seat, action, now)
         step = Step(seat, action, now, match.log)
         return Match(match.game, match.players, state, match.deals, step, match.void_reason, now), (
