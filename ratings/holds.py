@@ -34,14 +34,14 @@ whichever process runs after its reveal rates it, across restarts. The tournamen
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, column, func, or_, select, table
+from sqlalchemy import BigInteger, Connection, String, and_, bindparam, case, column, func, or_, select, table
 
 from ratings import models as r
 from workers.sql import models as m
-from workers.sql.models import rows
 
 ORDER_WINDOW_MS = 2 * 3_600_000
 """A match waits for an earlier unrated match of its players (`behind`), or for a hidden result of their
@@ -56,6 +56,12 @@ _tournaments = table("tournaments", column("id"), column("spectator_delay_ms"))
 _players = table("tournament_players", column("tournament_id"), column("name"))
 _batches = table("batches", column("id"), column("tournament_id"))
 _tables = table("batch_tables", column("match_id"), column("batch_id"), column("status"), column("ended_unix_ms"))
+
+MATCH = bindparam("match_id", type_=String)
+NOW = bindparam("now", type_=BigInteger)
+_ENDED = bindparam("ended", type_=BigInteger)
+"""The queries below are built once, with these parameters: building one (its subqueries, aliases and their
+columns) cost SQLAlchemy more than running it (a match's rating took 43 ms of CPU, most of it building)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,13 +89,13 @@ def _delays() -> Any:
     )
 
 
-def _hidden(d: Any, now: int) -> Any:
+def _hidden(d: Any, now: Any) -> Any:
     """True where a delayed table's result is not public at `now`: playing or its end not recorded, or
     recorded less than the delay ago (a table still playing and an ended, hidden one alike)."""
     return or_(d.c.status == "playing", d.c.ended_unix_ms + d.c.spectator_delay_ms > now)
 
 
-def delayed(match_id: Any, now: int) -> Any:
+def delayed(match_id: Any, now: Any) -> Any:
     """True where the match is a delayed tournament's table whose result the public may not see at `now`."""
     d = _delays().subquery()
     return select(d.c.match_id).where(d.c.match_id == match_id, _hidden(d, now)).exists()
@@ -128,7 +134,7 @@ def _entered_tables(match_id: Any, updated_unix_ms: Any) -> tuple[Any, Any]:
     return query, d
 
 
-def entered(match_id: Any, updated_unix_ms: Any, now: int) -> Any:
+def entered(match_id: Any, updated_unix_ms: Any, now: Any) -> Any:
     """True where a delayed tournament one of this match's players is entered in has a table, begun before
     this match ended, whose result is not public at `now` (ended or not), and the match ended less than
     `ORDER_WINDOW_MS` ago."""
@@ -136,7 +142,7 @@ def entered(match_id: Any, updated_unix_ms: Any, now: int) -> Any:
     return and_(updated_unix_ms >= now - ORDER_WINDOW_MS, query.where(_hidden(d, now)).exists())
 
 
-def behind(match_id: Any, updated_unix_ms: Any, now: int) -> Any:
+def behind(match_id: Any, updated_unix_ms: Any, now: Any) -> Any:
     """True where an earlier-ended finished match sharing a player with this one is still unrated."""
     mine, theirs, other, done = m.seats.alias(), m.seats.alias(), m.matches.alias(), r.rated_matches
     earlier = or_(
@@ -160,10 +166,15 @@ def behind(match_id: Any, updated_unix_ms: Any, now: int) -> Any:
     )
 
 
+@functools.cache
+def _delay_query() -> Any:
+    d = _delays().subquery()
+    return select(d.c.spectator_delay_ms, d.c.ended_unix_ms).where(d.c.match_id == MATCH)
+
+
 def _delay(conn: Connection, match_id: str) -> tuple[int, int | None] | None:
     """A delayed tournament's table: (its delay, its recorded end or None); None for any other match."""
-    d = _delays().subquery()
-    found = rows(conn, select(d.c.spectator_delay_ms, d.c.ended_unix_ms).where(d.c.match_id == match_id))
+    found: list[Any] = list(conn.execute(_delay_query(), {"match_id": match_id}).all())
     if not found:
         return None
     delay, end = found[0]
@@ -189,18 +200,23 @@ class _Entered:
     """When the last recorded one's result is (or was) shown; 0: none, or shown at once."""
 
 
-def _entered_summary(conn: Connection, match_id: str, ended_ms: int) -> _Entered:
-    """`_Entered` for this match, counted in the database (a large tournament has many tables)."""
-    query, d = _entered_tables(match_id, ended_ms)
+@functools.cache
+def _entered_summary_query() -> Any:
+    query, d = _entered_tables(MATCH, _ENDED)
     playing = d.c.status == "playing"
     shown = func.coalesce(d.c.ended_unix_ms + d.c.spectator_delay_ms, 0)
-    query = query.with_only_columns(
+    return query.with_only_columns(
         func.count(),
         func.coalesce(func.sum(case((playing, 1), else_=0)), 0),
         func.coalesce(func.max(case((playing, d.c.spectator_delay_ms), else_=0)), 0),
         func.coalesce(func.max(case((playing, 0), else_=shown)), 0),
     )
-    return _Entered(*(int(x) for x in rows(conn, query)[0]))
+
+
+def _entered_summary(conn: Connection, match_id: str, ended_ms: int) -> _Entered:
+    """`_Entered` for this match, counted in the database (a large tournament has many tables)."""
+    found: list[Any] = list(conn.execute(_entered_summary_query(), {"match_id": match_id, "ended": ended_ms}).all())
+    return _Entered(*(int(x) for x in found[0]))
 
 
 def _entered_until(found: _Entered, ended_ms: int, now: int) -> int:
@@ -221,12 +237,16 @@ def released_ms(conn: Connection, match_id: str, ended_ms: int) -> int:
     return window if found.playing else min(window, found.last_shown)
 
 
-def hold(conn: Connection, match_id: str, now: int) -> Hold | None:
-    """Why the finished match `match_id` may not be rated at `now`, or None when it may."""
+@functools.cache
+def _hold_query() -> Any:
     t = m.matches
     end = t.c.updated_unix_ms
-    query = select(delayed(t.c.id, now), entered(t.c.id, end, now), behind(t.c.id, end, now), end)
-    found = rows(conn, query.where(t.c.id == match_id))
+    return select(delayed(t.c.id, NOW), entered(t.c.id, end, NOW), behind(t.c.id, end, NOW), end).where(t.c.id == MATCH)
+
+
+def hold(conn: Connection, match_id: str, now: int) -> Hold | None:
+    """Why the finished match `match_id` may not be rated at `now`, or None when it may."""
+    found: list[Any] = list(conn.execute(_hold_query(), {"match_id": match_id, "now": now}).all())
     if not found:
         return None
     is_delayed, is_entered, is_behind, ended_ms = found[0]

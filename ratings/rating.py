@@ -16,12 +16,13 @@ key until the first commits) and changes nothing.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from openskill.models import PlackettLuce
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine, Integer, bindparam, func, select
 
 from ratings import holds
 from ratings import models as r
@@ -211,21 +212,26 @@ def backlog(engine: Engine, limit: int = 500, now: int | None = None) -> list[st
     """Finished matches without an applied-marker (their task was lost, never sent, or they were held) that
     may be rated at `now`, in end order: rate them. No two of them share a player (within holds.ORDER_WINDOW_MS)."""
     at = now_ms() if now is None else now
+    with _read_only(engine) as conn, conn.begin():
+        return [str(x) for x in conn.scalars(_backlog_query(), {"now": at, "limit": limit})]
+
+
+@functools.cache
+def _backlog_query() -> Any:
+    """Built once (`holds.NOW`): building it cost more than running it."""
     t, done = m.matches, r.rated_matches
-    query = (
+    return (
         select(t.c.id)
         .where(
             t.c.status == "finished",
             ~select(done.c.match_id).where(done.c.match_id == t.c.id).exists(),
-            ~holds.delayed(t.c.id, at),
-            ~holds.entered(t.c.id, t.c.updated_unix_ms, at),
-            ~holds.behind(t.c.id, t.c.updated_unix_ms, at),
+            ~holds.delayed(t.c.id, holds.NOW),
+            ~holds.entered(t.c.id, t.c.updated_unix_ms, holds.NOW),
+            ~holds.behind(t.c.id, t.c.updated_unix_ms, holds.NOW),
         )
         .order_by(t.c.updated_unix_ms, t.c.id)
-        .limit(limit)
+        .limit(bindparam("limit", type_=Integer))
     )
-    with _read_only(engine) as conn, conn.begin():
-        return [str(x) for x in conn.scalars(query)]
 
 
 def count_rated(engine: Engine) -> int:

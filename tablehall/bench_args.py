@@ -55,6 +55,8 @@ def add_commands(commands: Any) -> None:
     floor.add_argument("--matches", type=int, default=50, help="matches in flight")
     floor.add_argument("--commands", type=int, default=60, help="commands per match")
     floor.add_argument("--seconds", type=float, default=20.0)
+    floor.add_argument("--database-url", default=None,
+                       help="the durable floor: each command committed to this database before its answer")  # fmt: skip
     floor.set_defaults(run=run_floor)
     _add_lease_benches(kinds)
     tables = kinds.add_parser("tables", help="time to schedule N tables in one call (tablehall serve)")
@@ -172,7 +174,7 @@ def run_messages(args: argparse.Namespace) -> int:
 def run_floor(args: argparse.Namespace) -> int:
     from tablehall.bench_floor import bench_floor
 
-    return bench_floor(args.matches, args.commands, args.seconds)
+    return bench_floor(args.matches, args.commands, args.seconds, args.database_url)
 
 
 def run_roll(args: argparse.Namespace) -> int:

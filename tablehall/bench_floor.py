@@ -10,14 +10,24 @@ process, as the peer's harness) reports its own.
 
 Whatever tablehall does per command is added to these figures: if the floor's commands/s is below the peer's
 moves/s on the same hour, no work we cut on our side can reach the peer's throughput in Python's gRPC.
+
+`--database-url URL`: the durable floor. The server is set up as a worker (`workers.clocks_first`), creates
+each match in the log and answers a command only once it is appended through the service's own durable
+storage (`SqlStorage`: its writer, group commit, fencing), still with no game: what gRPC and the durable
+log allow together in one Python process (its CPU includes a log writer process's, if one runs).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import os
+import secrets
 import time
 from collections.abc import AsyncIterator
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -26,6 +36,8 @@ from rich.table import Table
 
 from tablehall.bench_messages import server_process
 from workers import event_loop
+from workers.clocks_first import clocks_first
+from workers.storage import LogEntry, MatchEntry, Progress, Storage
 
 _SERVICE = "tablehall.bench.Floor"
 _METHOD = f"/{_SERVICE}/Seat"
@@ -39,11 +51,35 @@ def _identity(raw: bytes) -> bytes:
     return raw
 
 
+class _Log:
+    """The durable floor's log: each match created once, each command appended (and committed) in turn."""
+
+    def __init__(self, storage: Storage, epoch: int) -> None:
+        self.storage, self.epoch = storage, epoch
+        self.run = secrets.token_hex(4)
+        self.seqs: dict[bytes, int] = {}
+
+    def _id(self, match: bytes) -> str:
+        return f"floor-{self.run}-{match.decode()}"
+
+    async def create(self, match: bytes) -> None:
+        entry = MatchEntry(self._id(match), "spectacular-bid", ("north", "south"), {}, (bytes(32), bytes(32)),
+                           time.time_ns() // 1_000_000, 0)  # fmt: skip
+        await self.storage.create(entry, self.epoch)
+
+    async def append(self, match: bytes, seat: int) -> None:
+        seq = self.seqs[match] = self.seqs.get(match, 0) + 1
+        step = LogEntry(seq, seq, "command", seat, {"play": "3-5", "end": "left"}, seq)
+        progress = Progress(deadline_unix_ms=time.time_ns() // 1_000_000 + 60_000, clock_running=True)
+        await self.storage.append_all(self._id(match), 0, self.epoch, (step,), progress)
+
+
 class _Hall:
     """The server's one piece of state: each seat's outgoing queue, by (match, seat)."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: _Log | None = None) -> None:
         self.queues: dict[bytes, asyncio.Queue[bytes | None]] = {}
+        self.log = log
 
     def queue(self, key: bytes) -> asyncio.Queue[bytes | None]:
         return self.queues.setdefault(key, asyncio.Queue())
@@ -55,9 +91,14 @@ class _Hall:
         match, _, seat = first.partition(b":")
         own = self.queue(first)
         other = self.queue(match + b":" + (b"1" if seat == b"0" else b"0"))
+        log = self.log
+        if log is not None and seat == b"0":  # seat 0 moves first: its match is in the log before
+            await log.create(match)
 
         async def read() -> None:
             async for _ in requests:
+                if log is not None:
+                    await log.append(match, int(seat))
                 own.put_nowait(_ANSWER)
                 other.put_nowait(_UPDATE)
             own.put_nowait(None)
@@ -71,8 +112,15 @@ class _Hall:
             self.queues.pop(first, None)
 
 
-async def _serve(pipe: Connection) -> None:
-    hall = _Hall()
+async def _serve(pipe: Connection, database_url: str | None) -> None:
+    storage = None
+    if database_url is not None:
+        from workers.sql.storage import SqlStorage
+
+        clocks_first()
+        storage = await SqlStorage.open(database_url)
+        epoch = (await storage.claim(f"bench-floor-{secrets.token_hex(4)}", [0]))[0]
+    hall = _Hall(None if storage is None else _Log(storage, epoch))
     handler = grpc.method_handlers_generic_handler(
         _SERVICE, {"Seat": grpc.stream_stream_rpc_method_handler(hall.seat, _identity, _identity)}
     )
@@ -82,14 +130,28 @@ async def _serve(pipe: Connection) -> None:
     await server.start()
     pipe.send(port)
     await asyncio.to_thread(pipe.recv)  # the load starts
-    started = time.process_time()
+    started = time.process_time() + _children_cpu()
     await asyncio.to_thread(pipe.recv)  # the load is done
-    pipe.send(time.process_time() - started)
+    pipe.send(time.process_time() + _children_cpu() - started)
     await server.stop(None)
+    if storage is not None:
+        pipe.send(f"{storage.stats.ops / max(storage.stats.batches, 1):.1f}")
+        await storage.close()
 
 
-def _server(pipe: Connection) -> None:
-    event_loop.run(_serve(pipe))
+def _children_cpu() -> float:
+    """CPU seconds of this process's running children (the log's writer process, when there is one)."""
+    total = 0.0
+    for task in Path("/proc/self/task").iterdir():
+        for child in (task / "children").read_text().split():
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _server(pipe: Connection, database_url: str | None = None) -> None:
+    event_loop.run(_serve(pipe, database_url))
 
 
 async def _match(channel: grpc.aio.Channel, index: int, commands: int, latencies: list[float]) -> None:
@@ -128,14 +190,18 @@ async def _load(port: int, matches: int, commands: int, seconds: float) -> tuple
         return latencies, time.perf_counter() - started, time.process_time() - cpu
 
 
-def bench_floor(matches: int, commands: int, seconds: float) -> int:
-    with server_process(_server) as pipe:
+def bench_floor(matches: int, commands: int, seconds: float, database_url: str | None = None) -> int:
+    with server_process(functools.partial(_server, database_url=database_url)) as pipe:
         port = pipe.recv()
         pipe.send("start")
         latencies, wall, client_cpu = event_loop.run(_load(port, matches, commands, seconds))
         pipe.send("done")
         server_cpu = pipe.recv()
+        batch = None if database_url is None else pipe.recv()
     _print(matches, latencies, wall, client_cpu, server_cpu)
+    if batch is not None:
+        Console().print(f"durable: every command committed to {str(database_url).partition(':')[0]} before its answer, "
+                        f"{batch} commands a commit on average")  # fmt: skip
     return 0
 
 

@@ -105,6 +105,8 @@ def cpu_seconds(root: int | None) -> dict[str, float]:
 
 def _role(words: list[str]) -> str:
     """A child's name in the figures: a worker by its arguments, a pool process (ratings, pairing) as such."""
+    if "workers.sql.writer_child" in words:
+        return "log writer"
     if any("multiprocessing.resource_tracker" in w for w in words):
         return "pool tracker"
     if any("multiprocessing" in w for w in words):

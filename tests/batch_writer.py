@@ -43,8 +43,11 @@ async def main() -> None:
     parser.add_argument("url")
     parser.add_argument("--matches", type=int, default=20)
     parser.add_argument("--group", type=int, default=3)
-    parser.add_argument("--hold-after", type=int, default=60)
+    parser.add_argument("--hold-after", type=int, default=60, help="0: never hold, append until killed")
+    parser.add_argument("--writer", choices=["thread", "process"], default="thread",
+                        help="the log's writer (a held batch stops inside the writer thread: thread)")  # fmt: skip
     args = parser.parse_args()
+    os.environ["TABLEHALL_LOG_WRITER"] = args.writer
     storage = await SqlStorage.open(args.url)
     epoch = (await storage.claim("batch-writer", [PARTITION]))[PARTITION]
     ids = [f"b{i:03}" for i in range(args.matches)]
@@ -66,7 +69,7 @@ async def main() -> None:
             await storage.append_all(match_id, PARTITION, epoch, group, Progress("in_progress", None, seq, True))
             say(f"acked {match_id} {seq}")
             acknowledged += 1
-            if acknowledged == args.hold_after:
+            if acknowledged == args.hold_after and args.hold_after > 0:
                 hold_inside_the_next_batch()
 
     await asyncio.gather(*(play(match_id) for match_id in ids))

@@ -19,3 +19,22 @@ def test_every_match_plays_all_its_commands_and_both_sides_cpu_is_printed() -> N
     assert row, printed
     assert int(row.group(1).replace(",", "")) == 3 * 7  # one match per slot, every command answered
     assert float(row.group(3)) > 0 and float(row.group(4)) > 0
+
+
+def test_the_durable_floor_commits_every_command_before_its_answer(tmp_path: object) -> None:
+    db = f"sqlite:///{tmp_path}/floor.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "tablehall.cli", "bench", "floor", "--matches", "3", "--commands", "7",
+         "--seconds", "0", "--database-url", db],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    printed = " ".join(done.stdout.split())
+    row = re.search(r"│ ([\d,]+) │ ([\d,]+) │", printed)
+    assert row and int(row.group(1).replace(",", "")) == 3 * 7, printed
+    assert "every command committed to sqlite before its answer" in printed
+    import sqlite3
+
+    with sqlite3.connect(db.removeprefix("sqlite:///")) as logged:
+        assert logged.execute("SELECT count(*) FROM events").fetchone() == (3 * 7,)
+        assert logged.execute("SELECT count(*) FROM matches").fetchone() == (3,)

@@ -39,6 +39,10 @@ class Op:
     dropped = False
     """Its caller gave up before the writer took it (under the committer's lock): it is skipped."""
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What the writer process needs: the op's values, not its caller's future."""
+        return {k: v for k, v in vars(self).items() if k not in ("future", "taken", "dropped")}
+
 
 Apply = Callable[[Sequence[Op]], list[object]]
 """Runs ops in one committed transaction; returns, per op, its result or the exception it fails with."""
@@ -129,11 +133,18 @@ class GroupCommitter:
                 assert isinstance(item, Op)
                 batch.append(item)
             with self._lock:  # a cancelled future: its caller is giving up (its `dropped` is set next)
-                batch = [op for op in batch if not (op.dropped or op.future.cancelled())]
+                batch = [op for op in batch if not self._gave_up(op)]
                 for op in batch:
                     op.taken = True
             if batch:
                 self._answer(batch, self._outcomes(batch))
+
+    def put(self, op: Op) -> None:
+        """Queue `op` with nobody awaiting it here (the writer process's ops: `_answer` sends the outcomes)."""
+        self._queue.put(op)
+
+    def _gave_up(self, op: Op) -> bool:
+        return op.dropped or op.future.cancelled()
 
     def _outcomes(self, batch: list[Op]) -> list[object]:
         """Per op, its result or its exception: the batch in one transaction, or each alone if that fails."""

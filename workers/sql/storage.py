@@ -1,7 +1,8 @@
 """`SqlStorage`: the durable `Storage` on SQLite (embedded) or PostgreSQL (production).
 
-Writes go through one writer thread that commits them in groups (`batching.GroupCommitter`); reads run
-in the default thread pool on pooled connections. No call blocks the event loop, except the
+Writes go to one writer that commits them in groups (`batching.GroupCommitter`): a thread of this process
+(the default) or a process of its own (TABLEHALL_LOG_WRITER=process, `writer_process`); reads run in the
+default thread pool on pooled connections. No call blocks the event loop, except the
 constructor, which migrates the schema to head (use `await SqlStorage.open(url)` to do that off-loop).
 """
 
@@ -11,13 +12,15 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 
 from workers.leases import LeaseTable, MemberState, Taken
 from workers.sql import leases, reads, writes
-from workers.sql.batching import GroupCommitter, Op, Stats
+from workers.sql.batching import GroupCommitter, Stats
 from workers.sql.engine import is_sqlite, make_engine, retry_locked
+from workers.sql.log_writer import LogWriter, writing_engine
 from workers.sql.migrate import migrate
+from workers.sql.writer_process import Committer, ProcessCommitter, writer_in_process
 from workers.storage import LogEntry, MatchEntry, Progress, Snapshot, Storage, Stored
 
 T = TypeVar("T")
@@ -41,19 +44,16 @@ class SqlStorage:
     ) -> None:
         self.url = url
         self.engine: Engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
-        # The writer (and the migration) on a connection of their own. SQLite: it tries the write lock every
-        # millisecond itself (a worker starting beside busy ones waited seconds). PostgreSQL: no ping round
-        # trip before every batch (a batch that meets a dropped connection is retried op by op, reconnected)
-        self._writing = (
-            make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=1, busy_timeout_s=0)
-            if is_sqlite(self.engine)
-            else make_engine(url, pool_size=1, pre_ping=False)
-        )
+        writing = writing_engine(url, sqlite_synchronous)
         if upgrade:
-            retry_locked(lambda: migrate(url, self._writing))
-        self._held: Connection | None = None
-        """The writer thread's connection, kept from batch to batch (no pool checkout and return per batch)."""
-        self._writer = GroupCommitter(self._apply, max_batch=max_batch)
+            retry_locked(lambda: migrate(url, writing))
+        self._writer: Committer
+        if writer_in_process():
+            writing.dispose()
+            self._writer = ProcessCommitter(url, sqlite_synchronous, max_batch)
+        else:
+            self._log_writer: LogWriter | None = LogWriter(writing)
+            self._writer = GroupCommitter(self._log_writer.apply, max_batch=max_batch)
         self.board = leases.Board(url, sqlite_synchronous=sqlite_synchronous)
 
     @classmethod
@@ -67,21 +67,6 @@ class SqlStorage:
         return self._writer.stats
 
     # -- writes: through the group committer ---------------------------------------------------------
-
-    def _apply(self, ops: Sequence[Op]) -> list[object]:
-        def once() -> list[object]:
-            conn = self._held or self._writing.connect()
-            try:
-                with conn.begin():
-                    outcomes = writes.apply(conn, ops)
-            except BaseException:
-                self._held = None  # back to the pool, rolled back (a broken one is replaced there)
-                conn.close()
-                raise
-            self._held = conn
-            return outcomes
-
-        return retry_locked(once)
 
     async def claim(self, owner: str, partitions: list[int]) -> dict[int, int]:
         result: dict[int, int] = await self._writer.submit(writes.ClaimOp(owner, list(partitions)))
@@ -160,10 +145,9 @@ class SqlStorage:
 
     def _close(self) -> None:
         self._writer.close()
-        if self._held is not None:  # the writer thread has ended: nobody else uses it
-            self._held.close()
-            self._held = None
-        self._writing.dispose()
+        if not isinstance(self._writer, ProcessCommitter) and self._log_writer is not None:
+            self._log_writer.close()  # the writer thread has ended: nobody else uses its connection
+            self._log_writer = None
         self.engine.dispose()
 
 

@@ -1,0 +1,154 @@
+"""The log's writer in a process of its own (workers/sql/writer_process.py), on a real database file and on
+PostgreSQL: the serving process killed -9 leaves no writer behind and loses nothing it acknowledged; the
+writer killed -9 fails only the writes it held (their outcome unknown), and the next write starts a new one;
+a caller that gave up before its op left is never written."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.durability import DB_BACKENDS, REPO, database
+from tests.processes import stop_process
+from workers.sql import SqlStorage
+from workers.sql.writer_process import ProcessCommitter, WriterGone
+from workers.storage import LogEntry, MatchEntry, Progress
+
+BOUND_S = 60.0
+
+
+@pytest.fixture(params=DB_BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> object:
+    with database(request.param, tmp_path) as url:
+        yield url
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def _ended(pid: int) -> bool:
+    """The process is gone (or a zombie nobody reaped: it runs no more)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_serving_process_killed_leaves_no_writer_and_loses_nothing_acknowledged(db_url: str) -> None:
+    appender = subprocess.Popen(
+        [sys.executable, "-m", "tests.batch_writer", db_url, "--matches", "10", "--group", "2", "--hold-after", "0",
+         "--writer", "process"],
+        cwd=REPO, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    acked: dict[str, int] = collections.defaultdict(int)
+    try:
+        assert appender.stdout is not None
+        for line in appender.stdout:
+            word, *rest = line.split()
+            if word == "acked":
+                acked[rest[0]] = max(acked[rest[0]], int(rest[1]))
+                if sum(acked.values()) >= 200:
+                    break
+        writers = _children(appender.pid)
+        assert writers, "no writer process"
+        appender.send_signal(signal.SIGKILL)
+        assert appender.wait(10) == -signal.SIGKILL
+    finally:
+        stop_process(appender)
+    deadline = time.monotonic() + BOUND_S
+    while not all(_ended(pid) for pid in writers) and time.monotonic() < deadline:
+        time.sleep(0.05)  # another process's exit: nothing here to wait on but its /proc entry
+    assert all(_ended(pid) for pid in writers), "the writer outlived the process it wrote for"
+
+    async def logs() -> dict[str, list[int]]:
+        storage = await SqlStorage.open(db_url)
+        try:
+            return {m: [e.seq for e in await storage.log(m)] for m in acked}
+        finally:
+            await storage.close()
+
+    for match_id, seqs in asyncio.run(asyncio.wait_for(logs(), BOUND_S)).items():
+        assert seqs == list(range(1, len(seqs) + 1)), match_id
+        assert len(seqs) >= acked[match_id], f"{match_id}: an acknowledged append was lost"
+
+
+def test_writer_killed_fails_only_what_it_held_and_the_next_write_starts_a_new_one(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TABLEHALL_LOG_WRITER", "process")
+
+    async def body() -> None:
+        storage = await SqlStorage.open(db_url)
+        try:
+            writer = storage._writer
+            assert isinstance(writer, ProcessCommitter)
+            epoch = (await storage.claim("w", [0]))[0]
+            entry = MatchEntry("m", "spectacular-bid", ("a", "b"), {}, (bytes(32), bytes(32)), 0, 0)
+            await storage.create(entry, epoch)
+            seq = 0
+
+            async def append() -> int:
+                nonlocal seq
+                seq += 1
+                entry = LogEntry(seq, seq, "command", seq % 2, {"n": seq}, seq)
+                await storage.append_all("m", 0, epoch, [entry], Progress())
+                return seq
+
+            acknowledged = [await append() for _ in range(5)]
+            first = writer._child
+            assert first is not None
+            os.kill(first.pid, signal.SIGKILL)
+            await asyncio.to_thread(first.wait, BOUND_S)
+            outcomes = []
+            for _ in range(3):  # the first may meet the dead writer; a new one takes the next
+                try:
+                    acknowledged.append(await append())
+                    outcomes.append("ok")
+                except WriterGone:
+                    outcomes.append("gone")
+            assert outcomes[-1] == "ok" and outcomes.count("gone") <= 1, outcomes
+            assert writer._child is not None and writer._child.pid != first.pid
+            logged = [e.seq for e in await storage.log("m")]
+            assert set(acknowledged) <= set(logged)
+        finally:
+            await storage.close()
+
+    asyncio.run(asyncio.wait_for(body(), BOUND_S))
+
+
+def test_an_op_given_up_before_it_left_is_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TABLEHALL_LOG_WRITER", "process")
+    with database("sqlite", tmp_path) as url:
+
+        async def body() -> None:
+            storage = await SqlStorage.open(url)
+            try:
+                epoch = (await storage.claim("w", [0]))[0]
+                entry = MatchEntry("m", "spectacular-bid", ("a", "b"), {}, (bytes(32), bytes(32)), 0, 0)
+                await storage.create(entry, epoch)
+                kept = asyncio.ensure_future(
+                    storage.append_all("m", 0, epoch, [LogEntry(1, 1, "command", 0, {}, 1)], Progress())
+                )
+                given_up = asyncio.ensure_future(
+                    storage.append_all("m", 0, epoch, [LogEntry(2, 2, "command", 1, {}, 2)], Progress())
+                )
+                await asyncio.sleep(0)  # both queued in this turn of the loop, not yet sent
+                given_up.cancel()
+                await kept
+                assert [e.seq for e in await storage.log("m")] == [1]
+            finally:
+                await storage.close()
+
+        asyncio.run(asyncio.wait_for(body(), BOUND_S))

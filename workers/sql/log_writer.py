@@ -1,0 +1,52 @@
+"""The connection the log's writes are committed on, and how one batch of them becomes one transaction: the
+same in the writer thread (`batching.GroupCommitter` in the serving process) and in the writer process
+(`writer_process`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, Engine
+
+from workers.sql import writes
+from workers.sql.batching import Op
+from workers.sql.engine import is_sqlite, make_engine, retry_locked
+
+
+def writing_engine(url: str, sqlite_synchronous: str | None = None) -> Engine:
+    """The writer's engine, one connection. SQLite: it tries the write lock every millisecond itself (a worker
+    starting beside busy ones waited seconds). PostgreSQL: no ping round trip before every batch (a batch that
+    meets a dropped connection is retried op by op, reconnected)."""
+    if is_sqlite(url):
+        return make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=1, busy_timeout_s=0)
+    return make_engine(url, pool_size=1, pre_ping=False)
+
+
+class LogWriter:
+    """Applies batches on one connection, kept from batch to batch (no pool checkout and return per batch)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._held: Connection | None = None
+
+    def apply(self, ops: Sequence[Op]) -> list[object]:
+        def once() -> list[object]:
+            conn = self._held or self.engine.connect()
+            try:
+                with conn.begin():
+                    outcomes = writes.apply(conn, ops)
+            except BaseException:
+                self._held = None  # back to the pool, rolled back (a broken one is replaced there)
+                conn.close()
+                raise
+            self._held = conn
+            return outcomes
+
+        return retry_locked(once)
+
+    def close(self) -> None:
+        """Once no batch runs any more."""
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+        self.engine.dispose()
