@@ -37,6 +37,7 @@ from rich.table import Table
 from tablehall.bench_messages import server_process
 from workers import event_loop
 from workers.clocks_first import clocks_first
+from workers.games.catalog import SPECTACULAR_BID
 from workers.storage import LogEntry, MatchEntry, Progress, Storage
 
 _SERVICE = "tablehall.bench.Floor"
@@ -63,7 +64,7 @@ class _Log:
         return f"floor-{self.run}-{match.decode()}"
 
     async def create(self, match: bytes) -> None:
-        entry = MatchEntry(self._id(match), "spectacular-bid", ("north", "south"), {}, (bytes(32), bytes(32)),
+        entry = MatchEntry(self._id(match), SPECTACULAR_BID, ("north", "south"), {}, (bytes(32), bytes(32)),
                            time.time_ns() // 1_000_000, 0)  # fmt: skip
         await self.storage.create(entry, self.epoch)
 
