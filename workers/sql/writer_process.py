@@ -219,9 +219,10 @@ class ProcessCommitter:
             if not op.future.done():
                 op.future.set_exception(WriterGone("the log's writer process ended during this write"))
         if child is not None and not self._closed:
+            code = None
             with contextlib.suppress(subprocess.TimeoutExpired):
-                code = child.wait(0.1)
-                log.error("the log's writer process ended (exit code %s); a new one starts with the next write", code)
+                code = child.wait(0.1)  # reaped, when it has ended already
+            log.error("the log's writer process ended (exit code %s); a new one starts with the next write", code)
 
     def close(self) -> None:
         """Let the child commit what it was sent, then end it (blocking: call it off the event loop)."""
