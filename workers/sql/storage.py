@@ -48,11 +48,13 @@ class SqlStorage:
         if upgrade:
             retry_locked(lambda: migrate(url, writing))
         self._writer: Committer
+        self._log_writer: LogWriter | None = None
+        """The writer thread's connection (None: the writer is a process of its own)."""
         if writer_in_process():
             writing.dispose()
             self._writer = ProcessCommitter(url, sqlite_synchronous, max_batch)
         else:
-            self._log_writer: LogWriter | None = LogWriter(writing)
+            self._log_writer = LogWriter(writing)
             self._writer = GroupCommitter(self._log_writer.apply, max_batch=max_batch)
         self.board = leases.Board(url, sqlite_synchronous=sqlite_synchronous)
 
@@ -145,7 +147,7 @@ class SqlStorage:
 
     def _close(self) -> None:
         self._writer.close()
-        if not isinstance(self._writer, ProcessCommitter) and self._log_writer is not None:
+        if self._log_writer is not None:
             self._log_writer.close()  # the writer thread has ended: nobody else uses its connection
             self._log_writer = None
         self.engine.dispose()
