@@ -13,12 +13,23 @@ import asyncio
 import os
 import sys
 import threading
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from workers.sql import SqlStorage, writes
 from workers.storage import LogEntry, MatchEntry, Progress
 
 PARTITION = 0
+
+
+def heard(lines: Iterable[str], acked: dict[str, int]) -> Iterator[tuple[str, list[str]]]:
+    """Each line a writer process says, as its word and the rest; its `acked` lines are kept in `acked`
+    (per match the newest seq acknowledged) as they pass."""
+    for line in lines:
+        word, *rest = line.split()
+        if word == "acked":
+            acked[rest[0]] = max(acked.get(rest[0], 0), int(rest[1]))
+        yield word, rest
 
 
 def say(line: str) -> None:

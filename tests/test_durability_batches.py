@@ -6,7 +6,6 @@ it stops inside a batch's transaction, its rows written, and the test kills it t
 from __future__ import annotations
 
 import asyncio
-import collections
 import signal
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.batch_writer import heard
 from tests.durability import DB_BACKENDS, REPO, database
 from tests.processes import stop_process
 from workers.sql import SqlStorage
@@ -41,17 +41,14 @@ def killed_mid_batch(url: str) -> tuple[dict[str, int], dict[str, int]]:
          "--hold-after", str(HOLD_AFTER)],
         cwd=REPO, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    acked: dict[str, int] = collections.defaultdict(int)
+    acked: dict[str, int] = {}
     held: dict[str, int] = {}
     bound = threading.Timer(BOUND_S, writer.kill)  # a writer that never holds ends the reading, not the run
     bound.start()
     try:
         assert writer.stdout is not None
-        for line in writer.stdout:
-            word, *rest = line.split()
-            if word == "acked":
-                acked[rest[0]] = max(acked[rest[0]], int(rest[1]))
-            elif word == "held":
+        for word, rest in heard(writer.stdout, acked):
+            if word == "held":
                 held = {match_id: int(seq) for match_id, seq in (part.split(":") for part in rest)}
                 break
         writer.send_signal(signal.SIGKILL)

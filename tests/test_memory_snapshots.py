@@ -5,35 +5,43 @@ restores it exactly."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 
 import pytest
 
 from tests.test_ratings_db import create, play_out, run
-from workers.actor import SNAPSHOT_EVERY
+from workers.actor import SNAPSHOT_EVERY, MatchActor
 from workers.games.catalog import game_named
 from workers.host import MatchHost
 from workers.replay_log import restored
 from workers.storage import MemoryStorage, Snapshot
 
 
+@contextlib.asynccontextmanager
+async def played_out(storage: MemoryStorage) -> AsyncIterator[MatchActor]:
+    """A host on `storage` with one short 501♠ match played to its end: the match's actor."""
+    host = MatchHost(storage)
+    await host.start()
+    try:
+        match_id = await create(host, "501", ["ann", "bob", "cid"], {"start_score": 300})
+        await asyncio.wait_for(play_out(host, match_id, 5), 60)  # no command waits for a held snapshot
+        yield host.actors.get(match_id) or host.ended[match_id]
+    finally:
+        host.close()
+
+
 def test_the_memory_storage_takes_no_snapshot_and_its_log_restores_the_match() -> None:
     async def body() -> None:
         storage = MemoryStorage()
         assert not storage.takes_snapshots
-        host = MatchHost(storage)
-        await host.start()
-        try:
-            match_id = await create(host, "501", ["ann", "bob", "cid"], {"start_score": 300})
-            await play_out(host, match_id, 5)
-            actor = host.actors.get(match_id) or host.ended[match_id]
+        async with played_out(storage) as actor:
             assert actor.seq > SNAPSHOT_EVERY and storage.snapshots == {}
-            stored = await storage.load(match_id)
+            stored = await storage.load(actor.match_id)
             game = game_named("501")
             assert stored is not None and stored.snapshot is None and game is not None
-            assert restored(game, stored).record(match_id) == actor.record()
-        finally:
-            host.close()
+            assert restored(game, stored).record(actor.match_id) == actor.record()
 
     run(body())
 
@@ -56,20 +64,13 @@ class HeldSnapshots(MemoryStorage):
 def test_a_snapshot_is_written_behind_its_change_not_in_the_way_of_the_commands() -> None:
     async def body() -> None:
         storage = HeldSnapshots()
-        host = MatchHost(storage)
-        await host.start()
-        try:
-            match_id = await create(host, "501", ["ann", "bob", "cid"], {"start_score": 300})
-            await asyncio.wait_for(play_out(host, match_id, 5), 60)  # no command waits for a held snapshot
-            actor = host.actors.get(match_id) or host.ended[match_id]
+        async with played_out(storage) as actor:
             assert actor.seq > SNAPSHOT_EVERY and storage.asked and storage.snapshots == {}
             storage.release.set()
             while actor.snapshotting:
                 await asyncio.sleep(0)
-            assert storage.snapshots[match_id].seq == storage.asked[-1]
+            assert storage.snapshots[actor.match_id].seq == storage.asked[-1]
             assert storage.asked[0] == SNAPSHOT_EVERY
-        finally:
-            host.close()
 
     run(body())
 
@@ -87,17 +88,10 @@ class FailingSnapshots(MemoryStorage):
 def test_a_snapshot_that_fails_is_logged_and_the_match_plays_on(caplog: pytest.LogCaptureFixture) -> None:
     async def body() -> None:
         storage = FailingSnapshots()
-        host = MatchHost(storage)
-        await host.start()
-        try:
-            match_id = await create(host, "501", ["ann", "bob", "cid"], {"start_score": 300})
-            await play_out(host, match_id, 5)
-            actor = host.actors.get(match_id) or host.ended[match_id]
+        async with played_out(storage) as actor:
             while actor.snapshotting:
                 await asyncio.sleep(0)
             assert actor.seq > SNAPSHOT_EVERY and actor.match.over and storage.snapshots == {}
-        finally:
-            host.close()
 
     with caplog.at_level(logging.WARNING, logger="tablehall"):
         run(body())

@@ -6,7 +6,6 @@ a caller that gave up before its op left is never written."""
 from __future__ import annotations
 
 import asyncio
-import collections
 import os
 import signal
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.batch_writer import heard
 from tests.durability import DB_BACKENDS, REPO, database
 from tests.processes import stop_process
 from workers.sql import SqlStorage
@@ -52,15 +52,12 @@ def test_serving_process_killed_leaves_no_writer_and_loses_nothing_acknowledged(
          "--writer", "process"],
         cwd=REPO, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    acked: dict[str, int] = collections.defaultdict(int)
+    acked: dict[str, int] = {}
     try:
         assert appender.stdout is not None
-        for line in appender.stdout:
-            word, *rest = line.split()
-            if word == "acked":
-                acked[rest[0]] = max(acked[rest[0]], int(rest[1]))
-                if sum(acked.values()) >= 200:
-                    break
+        for _ in heard(appender.stdout, acked):
+            if sum(acked.values()) >= 200:
+                break
         writers = _children(appender.pid)
         assert writers, "no writer process"
         appender.send_signal(signal.SIGKILL)

@@ -207,4 +207,3 @@ class LobbyHall:
 
     def forget(self, listener: Listener) -> None:
         self.listeners.discard(listener)
-
