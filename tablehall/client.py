@@ -92,8 +92,13 @@ class SeatClient:
         self.match_id = match_id
         self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
 
-    async def act(self, action: Mapping[str, Any], seat: int | None = None) -> tuple[int, dict[str, Any]]:
-        request = matches_pb2.ActRequest(match_id=self.match_id, action=action_message(action), views=TYPED)
+    async def act(
+        self, action: Mapping[str, Any] | actions_pb2.Action, seat: int | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        """Send one command (record-style, or a typed Action as a legal entry carries it): the new change's
+        seq and this seat's view."""
+        typed = action if isinstance(action, actions_pb2.Action) else action_message(action)
+        request = matches_pb2.ActRequest(match_id=self.match_id, action=typed, views=TYPED)
         if seat is not None:
             request.seat = seat
         try:

@@ -1,12 +1,14 @@
 """The log's writer in a process of its own (workers/sql/writer_process.py), on a real database file and on
 PostgreSQL: the serving process killed -9 leaves no writer behind and loses nothing it acknowledged; the
 writer killed -9 fails only the writes it held (their outcome unknown), and the next write starts a new one;
-a caller that gave up before its op left is never written."""
+a caller that gave up before its op left is never written; `tablehall serve` stopped with SIGTERM (its
+graceful path) commits what it acknowledged, ends its writer and exits cleanly."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -15,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tablehall.client import Client
+from tablehall.typed_bots import choose_typed
 from tests.batch_writer import heard
 from tests.durability import DB_BACKENDS, REPO, database
 from tests.processes import stop_process
@@ -149,3 +153,97 @@ def test_an_op_given_up_before_it_left_is_never_written(tmp_path: Path, monkeypa
                 await storage.close()
 
         asyncio.run(asyncio.wait_for(body(), BOUND_S))
+
+
+def test_an_op_given_up_after_it_left_is_committed_and_the_writer_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As any write whose answer was lost: the caller that gave up does not know, the log does."""
+    monkeypatch.setenv("TABLEHALL_LOG_WRITER", "process")
+    with database("sqlite", tmp_path) as url:
+
+        async def body() -> None:
+            storage = await SqlStorage.open(url)
+            try:
+                writer = storage._writer
+                assert isinstance(writer, ProcessCommitter)
+                epoch = (await storage.claim("w", [0]))[0]
+                entry = MatchEntry("m", "spectacular-bid", ("a", "b"), {}, (bytes(32), bytes(32)), 0, 0)
+                await storage.create(entry, epoch)
+                given_up = asyncio.ensure_future(
+                    storage.append_all("m", 0, epoch, [LogEntry(1, 1, "command", 0, {}, 1)], Progress())
+                )
+                while not writer._waiting:  # turns of the loop until its frame left
+                    await asyncio.sleep(0)
+                given_up.cancel()
+                await asyncio.gather(given_up, return_exceptions=True)
+                await storage.append_all("m", 0, epoch, [LogEntry(2, 2, "command", 1, {}, 2)], Progress())
+                assert [e.seq for e in await storage.log("m")] == [1, 2]
+                assert not writer._waiting and writer._child is not None
+            finally:
+                await storage.close()
+
+        asyncio.run(asyncio.wait_for(body(), BOUND_S))
+
+
+def _serve_with_a_writer_process(url: str) -> tuple[subprocess.Popen[str], str]:
+    command = [
+        sys.executable,
+        "-m",
+        "tablehall.cli",
+        "serve",
+        "--port",
+        "0",
+        "--web-port",
+        "off",
+        "--database-url",
+        url,
+    ]
+    env = {**os.environ, "TABLEHALL_LOG_WRITER": "process"}
+    server = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    line = server.stdout.readline()
+    assert "serving on" in line, line
+    return server, line.split()[3]
+
+
+async def _play_some(address: str, matches: int, moves: int) -> dict[str, int]:
+    """Per match, the newest change the service acknowledged to a seat's command."""
+    rng = random.Random(16)
+    acked: dict[str, int] = {}
+    async with Client(address) as client:
+        for _ in range(matches):
+            created = await client.create_match("spectacular-bid", ["Ana", "Bia"])
+            seats = [client.seat(created.match_id, token) for token in created.tokens]
+            acked[created.match_id] = 0
+            for _ in range(moves):
+                for seat in seats:
+                    action = choose_typed((await seat.typed_view())[1], rng)
+                    if action is not None:
+                        acked[created.match_id] = (await seat.act(action))[0]
+    return acked
+
+
+def test_serve_stopped_with_sigterm_commits_what_it_acknowledged_and_ends_its_writer(db_url: str) -> None:
+    server, address = _serve_with_a_writer_process(db_url)
+    try:
+        acked = asyncio.run(asyncio.wait_for(_play_some(address, matches=4, moves=6), BOUND_S))
+        writers = [pid for pid in _children(server.pid) if b"writer_child" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        assert writers, "no writer process"
+        server.send_signal(signal.SIGTERM)
+        _, errors = server.communicate(timeout=BOUND_S)
+        assert server.returncode == 0, errors[-2000:]
+        assert "Traceback" not in errors, errors[-2000:]
+    finally:
+        stop_process(server)
+    assert all(_ended(pid) for pid in writers), "the writer outlived the process it wrote for"
+
+    async def logs() -> dict[str, list[int]]:
+        storage = await SqlStorage.open(db_url)
+        try:
+            return {m: [e.seq for e in await storage.log(m)] for m in acked}
+        finally:
+            await storage.close()
+
+    for match_id, seqs in asyncio.run(asyncio.wait_for(logs(), BOUND_S)).items():
+        assert acked[match_id] > 0 and seqs[-1] >= acked[match_id], f"{match_id}: an acknowledged change was lost"
