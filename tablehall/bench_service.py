@@ -48,8 +48,8 @@ class Tally:
     ping_s: list[float] = field(default_factory=list)
     refused: Counter[str] = field(default_factory=Counter)
     """Refused commands by error code (`illegal_action`: the match had moved on — a deadline, another seat)."""
-    dropped: int = 0
-    """Streams that broke or were cancelled (each resumed after the last update seen)."""
+    dropped: Counter[str] = field(default_factory=Counter)
+    """Streams that broke or were cancelled, by why (each resumed after the last update seen)."""
     finished: int = 0
     resigned: int = 0
     """Matches the bench ended by resigning a seat (interrupted, or a bot gave up)."""
@@ -161,9 +161,18 @@ async def bot(seat: SeatClient, rng: random.Random, tally: Tally) -> None:
         try:
             seen = await _session(seat, rng, tally, seen)
             return
-        except DROPPED:
-            tally.dropped += 1
+        except DROPPED as error:
+            tally.dropped[_why(error)] += 1
     raise GaveUp(f"the stream of match {seat.match_id} kept dropping")
+
+
+def _why(error: Exception) -> str:
+    """A dropped stream's reason as the figures name it: the service's error code, else the gRPC status."""
+    if isinstance(error, TablehallError):
+        return error.code or error.status.name.lower()
+    if isinstance(error, grpc.aio.AioRpcError):
+        return str(error.code().name).lower()
+    return type(error).__name__
 
 
 async def _session(seat: SeatClient, rng: random.Random, tally: Tally, after: int) -> int:
@@ -257,7 +266,17 @@ STOP_S = 10.0
 RESIGN_S = 5.0
 """How long a resignation on the way out may take (the service may be the thing that failed)."""
 CHANNELS = 16
-"""Bots spread over this many connections, as many devices would be (one HTTP/2 connection serialises)."""
+"""Bots spread over at least this many connections, as many devices would be (one HTTP/2 connection
+serialises)."""
+MATCHES_PER_CHANNEL = 2
+"""And at most this many matches in flight on one: a match runs ~90 commands/s at full speed here, and a
+connection may send 300 requests a second (`TABLEHALL_RATE_PER_S`); with more, the bench measured its own
+throttling (at 200 in flight on 16 connections: streams ended `rate_limited` and resumed)."""
+
+
+def channels(concurrency: int) -> int:
+    """Connections for `concurrency` matches in flight."""
+    return max(CHANNELS, -(-concurrency // MATCHES_PER_CHANNEL))
 
 
 async def run(
@@ -274,7 +293,7 @@ async def run(
     group: an error stops the others, and each ends its match on the way out (`one_match`)."""
     rng = random.Random(seed)
     async with service(address, workers, database_url) as (where, pid), contextlib.AsyncExitStack() as stack:
-        pool = [await stack.enter_async_context(Client(where)) for _ in range(CHANNELS)]
+        pool = [await stack.enter_async_context(Client(where)) for _ in range(channels(concurrency))]
         client = pool[0]
         await client.reachable()
         for _ in range(50):
@@ -291,7 +310,7 @@ async def run(
 
             async def gated(number: int) -> None:
                 async with gate:
-                    await one_match(pool[number % CHANNELS], game, rng, tally)
+                    await one_match(pool[number % len(pool)], game, rng, tally)
                 progress.advance(task)
 
             pings = asyncio.create_task(pinger(client, tally.ping_s, stop))
@@ -371,10 +390,11 @@ def report(
     out.print(table)
     idle50, idle99 = quantile(tally.idle_ping_s, 0.5), quantile(tally.idle_ping_s, 0.99)
     refused = ", ".join(f"{count} {code}" for code, count in tally.refused.most_common()) or "none"
+    dropped = ", ".join(f"{count} {why}" for why, count in tally.dropped.most_common()) or "none"
     out.print(
         f"wall {wall:.1f} s; {ended(tally)}; calls refused: {refused} (illegal_action: the match had moved on; "
         "create: a match not created, counted and left out); "
-        f"streams dropped and resumed: {tally.dropped}; "
+        f"streams dropped and resumed: {dropped}; "
         f"ping before the load: p50 {idle50 * 1000:.2f} ms, p99 {idle99 * 1000:.2f} ms"
     )
     if tally.command_s:

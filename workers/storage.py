@@ -57,10 +57,11 @@ class LogEntry:
     t_ms: int
 
 
-SNAPSHOT_FORMAT = b"tablehall-snapshot/2\n"
+SNAPSHOT_FORMAT = b"tablehall-snapshot/3\n"
 """Leads every snapshot's bytes. Raise the number whenever a value a snapshot pickles changes its fields or
-its pickling (2: the engine's fast-built values): a worker of the new code then reads such a match's whole
-log instead of a snapshot it cannot thaw, so a rolling upgrade loses no running match."""
+its pickling (2: the engine's fast-built values; 3: the command log as plain tuples): a worker of the new
+code then reads such a match's whole log instead of a snapshot it cannot thaw, so a rolling upgrade loses
+no running match."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import MISSING, fields
+from operator import attrgetter
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -54,11 +55,21 @@ def built_fast(cls: type[T]) -> type[T]:
 
 
 def _reducer(cls: type, names: list[str]) -> Callable[[Any], tuple[type, tuple[Any, ...]]]:
-    def __reduce__(self: Any) -> tuple[type, tuple[Any, ...]]:
-        """Pickled and copied as `cls(*fields)`: the default way would call `cls.__new__(cls)` bare."""
-        return cls, tuple(getattr(self, n) for n in names)
+    """Pickled and copied as `cls(*fields)`: the default way would call `cls.__new__(cls)` bare. The fields
+    are read by one `attrgetter` (a snapshot pickles hundreds of these values)."""
+    if len(names) < 2:
+        only = names[0] if names else None
 
-    return __reduce__
+        def reduce_one(self: Any) -> tuple[type, tuple[Any, ...]]:
+            return cls, (() if only is None else (getattr(self, only),))
+
+        return reduce_one
+    getter = attrgetter(*names)
+
+    def reduce_many(self: Any) -> tuple[type, tuple[Any, ...]]:
+        return cls, getter(self)
+
+    return reduce_many
 
 
 def twin(cls: type) -> type:
