@@ -1,9 +1,10 @@
 """A rolling upgrade: a worker of this code takes over matches whose snapshots an older worker pickled.
 
-`tests/golden/snapshots/*.json` hold, for each game, a match's log and a snapshot after its 20th step that
-the engine before fast-built values pickled (it no longer thaws: the values' pickling changed). Through
-each storage, the new code must read such a match from its whole log — the same match, its record
-unchanged — and write its own snapshots in the current format.
+`tests/golden/snapshots/*.json` hold, for each game, a match's log and a snapshot after its 20th step as
+older code pickled it: `<game>.json` the engine before fast-built values, `<game>.format2.json` format 2
+(the command log as `Step` values; written by `git show 19df53b`'s code). Neither thaws now. Through each
+storage, the new code must read such a match from its whole log — the same match, its record unchanged —
+and write its own snapshots in the current format.
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         yield b
 
 
-def golden(name: str) -> dict[str, Any]:
-    return dict(json.loads((GOLDEN / f"{name}.json").read_text()))
+VINTAGES = ["", ".format2"]
+"""The golden files' suffixes: one per older snapshot format."""
+
+
+def golden(name: str, vintage: str = "") -> dict[str, Any]:
+    return dict(json.loads((GOLDEN / f"{name}{vintage}.json").read_text()))
 
 
 def entry_of(saved: dict[str, Any]) -> MatchEntry:
@@ -46,9 +51,10 @@ def comparable(record: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in ("match_id", "commitments")}
 
 
+@pytest.mark.parametrize("vintage", VINTAGES)
 @pytest.mark.parametrize("name", ["spectacular-bid", "501"])
-def test_an_older_snapshot_cannot_be_thawed_and_says_why(name: str) -> None:
-    saved = golden(name)
+def test_an_older_snapshot_cannot_be_thawed_and_says_why(name: str, vintage: str) -> None:
+    saved = golden(name, vintage)
     game = game_named(name)
     assert game is not None
     old = Snapshot(saved["snapshot"]["seq"], base64.b64decode(saved["snapshot"]["blob_base64"]))
@@ -57,9 +63,10 @@ def test_an_older_snapshot_cannot_be_thawed_and_says_why(name: str) -> None:
         Position.thaw(game, old)
 
 
+@pytest.mark.parametrize("vintage", VINTAGES)
 @pytest.mark.parametrize("name", ["spectacular-bid", "501"])
-def test_a_match_with_an_older_snapshot_is_read_from_its_whole_log(backend: Backend, name: str) -> None:
-    saved = golden(name)
+def test_a_match_with_an_older_snapshot_is_read_from_its_whole_log(backend: Backend, name: str, vintage: str) -> None:
+    saved = golden(name, vintage)
     game = game_named(name)
     assert game is not None
     entry = entry_of(saved)
