@@ -87,6 +87,7 @@ class ConnectBridge:
 
 def _bridged(call: Callable[[Any, Any], Any], method: MethodDescriptor) -> Callable[..., Any]:
     if method.server_streaming:
+
         reply = GetMessageClass(method.output_type)
 
         async def stream(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:

@@ -27,7 +27,6 @@ from workers.wire import Posted
 class NotDelivered(Unavailable):
     """The worker never read this request: it changed nothing, so it may be sent again (anywhere)."""
 
-
 Item = TypeVar("Item")
 Batch = TypeVar("Batch")
 

@@ -134,6 +134,7 @@ async def answer(owner: WorkerClient, command: host_pb2.HostCommandRequest, ref:
     return matches_pb2.CommandResult(ref=ref, seq=reply.seq)
 
 
+
 Consent: TypeAlias = Callable[[list[str], bytes], Awaitable[None]]
 """Refuses a CreateMatch that names a registered player without their key (the Lobby's check)."""
 
@@ -206,10 +207,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         arrival = time.time_ns() // 1_000_000  # stamped before anything else (SB-10: arrival at the server)
         token = bearer(context, required=True)
         command = host_pb2.HostCommandRequest(
-            match_id=checked_id(request.match_id),
-            token_sha256=token,
-            action=request.action,
-            arrival_unix_ms=arrival,
+            match_id=checked_id(request.match_id), token_sha256=token, action=request.action, arrival_unix_ms=arrival,
             views=request.views,
         )
         if request.HasField("seat"):
@@ -250,10 +248,7 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                     answers.asked()
                     arrival = time.time_ns() // 1_000_000
                     command = host_pb2.HostCommandRequest(  # its result carries no view: the stream's update does
-                        match_id=match_id,
-                        token_sha256=token,
-                        action=request.action,
-                        arrival_unix_ms=arrival,
+                        match_id=match_id, token_sha256=token, action=request.action, arrival_unix_ms=arrival,
                         no_view=True,
                     )
                     events.push(await answer(owner, command, request.ref))
@@ -351,13 +346,8 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         found = await asyncio.to_thread(api.history, await _ratings_engine(), request.player, game, limit)
         changes = [
             matches_pb2.RatingChange(
-                match_id=c.match_id,
-                rank=c.rank,
-                mu_before=c.mu_before,
-                sigma_before=c.sigma_before,
-                mu_after=c.mu_after,
-                sigma_after=c.sigma_after,
-                at_unix_ms=c.at_unix_ms,
+                match_id=c.match_id, rank=c.rank, mu_before=c.mu_before, sigma_before=c.sigma_before,
+                mu_after=c.mu_after, sigma_after=c.sigma_after, at_unix_ms=c.at_unix_ms,
             )
             for c in found
         ]

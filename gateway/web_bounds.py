@@ -179,15 +179,8 @@ class Guarded:
     """Mixed into a generated connect-python ASGI application (before it in the bases)."""
 
     async def _handle_unary_connect(
-        self,
-        http_method: str,
-        headers: Any,
-        codec: Any,
-        query_params: Any,
-        endpoint: Any,
-        receive: Receive,
-        send: Any,
-        ctx: RequestContext[Any, Any],
+        self, http_method: str, headers: Any, codec: Any, query_params: Any, endpoint: Any, receive: Receive,
+        send: Any, ctx: RequestContext[Any, Any],
     ) -> None:
         reading = _reading(endpoint, ctx)
         handle = super()._handle_unary_connect  # type: ignore[misc]
@@ -195,13 +188,7 @@ class Guarded:
         await handle(http_method, headers, reading.codec(codec), query_params, endpoint, body, send, ctx)
 
     async def _handle_stream(
-        self,
-        receive: Receive,
-        send: Any,
-        protocol: Any,
-        endpoint: Any,
-        codec: Any,
-        headers: Any,
+        self, receive: Receive, send: Any, protocol: Any, endpoint: Any, codec: Any, headers: Any,
         ctx: RequestContext[Any, Any],
     ) -> None:
         reading = _reading(endpoint, ctx)

@@ -189,6 +189,7 @@ class Router:
             await self.routes.changed(min(pause, left))
             pause = min(pause * 2, 0.05)
 
+
     async def each_worker(
         self, match_ids: Sequence[str], call: Callable[[WorkerClient, list[str]], Awaitable[T]]
     ) -> list[T]:
@@ -224,6 +225,7 @@ class Router:
                 await self.routes.changed(min(pause, left))
                 pause = min(pause * 2, 0.1)
         return results
+
 
     def hinted(self, partition: int, error: Exception) -> bool:
         """A watch lost its worker: resume (after noting where the partition went), or give up?"""
@@ -307,9 +309,7 @@ class Resuming:
     async def open(self) -> None:
         """Subscribe on the partition's worker (held while it has none; a refusal said at once is the call's)."""
         resumed = host_pb2.HostWatchRequest(
-            match_id=self.request.match_id,
-            token_sha256=self.request.token_sha256,
-            after_seq=self.after,
+            match_id=self.request.match_id, token_sha256=self.request.token_sha256, after_seq=self.after,
             views=self.request.views,
         )
         unfollow = await self.routed._call(lambda client: client.follow(resumed, self))

@@ -91,7 +91,9 @@ class EmbeddedJobs:
 
 
 @contextlib.asynccontextmanager
-async def embedded_jobs(url: str, make_settle: Callable[[], Settle | None]) -> AsyncIterator[EmbeddedJobs | None]:
+async def embedded_jobs(
+    url: str, make_settle: Callable[[], Settle | None]
+) -> AsyncIterator[EmbeddedJobs | None]:
     """The jobs for a database URL (None for `memory`: no ratings without a database)."""
     if url == "memory":
         log.warning("ratings and sweeps need a database: none with TABLEHALL_DATABASE_URL=memory")

@@ -59,7 +59,9 @@ class Finished:
     """When the match's last log write happened (its end, for a finished match)."""
 
 
-def rate_ranks(before: list[tuple[float, float]], ranks: tuple[int, ...]) -> list[tuple[float, float]]:
+def rate_ranks(
+    before: list[tuple[float, float]], ranks: tuple[int, ...]
+) -> list[tuple[float, float]]:
     """openskill Plackett–Luce, one player per team, ranks as given."""
     teams = [[MODEL.rating(mu=mu, sigma=sigma)] for mu, sigma in before]
     after = MODEL.rate(teams, ranks=list(ranks))
@@ -159,13 +161,8 @@ def apply(engine: Engine, found: Finished, now: int | None = None) -> Rated:
         ids = sorted(set(found.player_ids))
         fresh_rows = [
             {
-                "player_id": pid,
-                "game": found.game,
-                "mu": DEFAULT_MU,
-                "sigma": DEFAULT_SIGMA,
-                "ordinal": ordinal(DEFAULT_MU, DEFAULT_SIGMA),
-                "games": 0,
-                "updated_unix_ms": now,
+                "player_id": pid, "game": found.game, "mu": DEFAULT_MU, "sigma": DEFAULT_SIGMA,
+                "ordinal": ordinal(DEFAULT_MU, DEFAULT_SIGMA), "games": 0, "updated_unix_ms": now,
             }
             for pid in ids
         ]
@@ -192,21 +189,17 @@ def apply(engine: Engine, found: Finished, now: int | None = None) -> Rated:
             conn.execute(
                 t.update()
                 .where(t.c.player_id == pid, t.c.game == found.game)
-                .values(mu=mu, sigma=sigma, ordinal=ordinal(mu, sigma), games=current[pid][2] + 1, updated_unix_ms=now)
+                .values(
+                    mu=mu, sigma=sigma, ordinal=ordinal(mu, sigma), games=current[pid][2] + 1, updated_unix_ms=now
+                )
             )
         conn.execute(
             r.rating_history.insert(),
             [
                 {
-                    "match_id": found.match_id,
-                    "player_id": pid,
-                    "game": found.game,
-                    "rank": found.ranks[seat],
-                    "mu_before": before[seat][0],
-                    "sigma_before": before[seat][1],
-                    "mu_after": after[seat][0],
-                    "sigma_after": after[seat][1],
-                    "at_unix_ms": now,
+                    "match_id": found.match_id, "player_id": pid, "game": found.game, "rank": found.ranks[seat],
+                    "mu_before": before[seat][0], "sigma_before": before[seat][1],
+                    "mu_after": after[seat][0], "sigma_after": after[seat][1], "at_unix_ms": now,
                 }
                 for seat, pid in enumerate(found.player_ids)
             ],

@@ -27,13 +27,12 @@ def bench_engine(which: str, seconds: float, seed: int) -> int:
         if which not in ("all", name):
             continue
         matches, applied, apply_time, loop_time = _play_for(game, seconds, random.Random(seed))
-        table.add_row(name, str(matches), str(applied), f"{applied / apply_time:,.0f}", f"{applied / loop_time:,.0f}")
+        table.add_row(
+            name, str(matches), str(applied), f"{applied / apply_time:,.0f}", f"{applied / loop_time:,.0f}"
+        )
         fig = replay_for(game, seconds, seed)
         recorded.add_row(
-            name,
-            str(fig.matches),
-            str(fig.applications),
-            f"{fig.applications / fig.wall:,.0f}",
+            name, str(fig.matches), str(fig.applications), f"{fig.applications / fig.wall:,.0f}",
             f"{fig.applications / fig.cpu:,.0f}",
         )
     Console().print(table)

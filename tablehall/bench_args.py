@@ -136,13 +136,7 @@ def run_service(args: argparse.Namespace) -> int:
 
     peer = Peer(args.peer_moves_per_s, args.peer_p99_ms, args.peer_cpu_ms)
     return bench_service(
-        args.address,
-        args.matches,
-        args.concurrency,
-        args.game,
-        args.seed,
-        args.workers,
-        args.database_url,
+        args.address, args.matches, args.concurrency, args.game, args.seed, args.workers, args.database_url,
         peer if peer != Peer() else None,
     )
 

@@ -212,11 +212,7 @@ def _print(matches: int, latencies: list[float], wall: float, client_cpu: float,
     for column in ("commands", "commands/s", "p50 ms", "p99 ms", "server CPU ms/command", "load CPU ms/command"):
         table.add_column(column, justify="right")
     table.add_row(
-        f"{done:,}",
-        f"{done / wall:,.0f}",
-        ms(0.5),
-        ms(0.99),
-        f"{server_cpu / max(done, 1) * 1000:.3f}",
-        f"{client_cpu / max(done, 1) * 1000:.3f}",
+        f"{done:,}", f"{done / wall:,.0f}", ms(0.5), ms(0.99),
+        f"{server_cpu / max(done, 1) * 1000:.3f}", f"{client_cpu / max(done, 1) * 1000:.3f}",
     )
     Console().print(table)

@@ -72,11 +72,9 @@ async def appends(url: str, matches: int, per_match: int, busy_ms: float = 0.0) 
     batches, ops = s.stats.batches - batches, s.stats.ops - ops
     waits.sort()
     beside = f", beside a loop busy {busy_ms:g} ms a turn" if busy_ms > 0 else ""
-    print(
-        f"{s.engine.url.get_backend_name()}: {n} appends from {matches} concurrent matches in {elapsed:.2f} s"
-        f" = {n / elapsed:,.0f} appends/s ({batches} commits, {ops / max(batches, 1):.1f} appends per commit)"
-        f"; commit wait p50 {waits[n // 2] * 1000:.1f} ms, p99 {waits[int(n * 0.99)] * 1000:.1f} ms{beside}"
-    )
+    print(f"{s.engine.url.get_backend_name()}: {n} appends from {matches} concurrent matches in {elapsed:.2f} s"
+          f" = {n / elapsed:,.0f} appends/s ({batches} commits, {ops / max(batches, 1):.1f} appends per commit)"
+          f"; commit wait p50 {waits[n // 2] * 1000:.1f} ms, p99 {waits[int(n * 0.99)] * 1000:.1f} ms{beside}")
     await s.close()
 
 
@@ -98,10 +96,8 @@ async def recovery(url: str, matches: int) -> None:
     start = time.perf_counter()
     found = await s.unfinished(mine)
     elapsed = time.perf_counter() - start
-    print(
-        f"{s.engine.url.get_backend_name()}: unfinished() loaded {len(found)} matches"
-        f" (snapshot + 8 later events each) in {elapsed:.2f} s"
-    )
+    print(f"{s.engine.url.get_backend_name()}: unfinished() loaded {len(found)} matches"
+          f" (snapshot + 8 later events each) in {elapsed:.2f} s")
     await s.close()
 
 

@@ -41,12 +41,8 @@ async def fill(host: MatchHost, matches: int, moves: int, rng: random.Random) ->
                 created = unix_ms()
                 await host.create(
                     host_pb2.HostCreateRequest(
-                        match_id=match_id,
-                        game=SPECTACULAR_BID,
-                        players=PLAYERS,
-                        options_json=json.dumps({}),
-                        token_sha256=hashes,
-                        created_unix_ms=created,
+                        match_id=match_id, game=SPECTACULAR_BID, players=PLAYERS, options_json=json.dumps({}),
+                        token_sha256=hashes, created_unix_ms=created,
                     )
                 )
                 actor = host.actors[match_id]
@@ -56,9 +52,7 @@ async def fill(host: MatchHost, matches: int, moves: int, rng: random.Random) ->
                         action = choose(view, rng, greedy=False)
                         if action is not None:
                             command = host_pb2.HostCommandRequest(
-                                match_id=match_id,
-                                token_sha256=hashes[seat],
-                                action=action_message(action),
+                                match_id=match_id, token_sha256=hashes[seat], action=action_message(action),
                                 arrival_unix_ms=unix_ms(),
                             )
                             await host.command(command)

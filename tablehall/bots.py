@@ -193,14 +193,7 @@ def bot_command(
     try:
         final = asyncio.run(
             run_bot(
-                address,
-                match_id,
-                token,
-                level=level,
-                move_ms=move_ms,
-                seed=seed,
-                think_s=think_s,
-                report=report,
+                address, match_id, token, level=level, move_ms=move_ms, seed=seed, think_s=think_s, report=report,
                 tls=tls,
             )
         )

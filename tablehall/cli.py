@@ -111,11 +111,8 @@ def _verify(args: argparse.Namespace) -> int:
         problems = broken_commitments(record, game.deals_key)
         result = replay(record)
     except (NotVerifiable, MalformedRecord) as err:
-        served = (
-            ""
-            if not isinstance(record, dict) or "commitments" in record
-            else (" (a served match's record has them: tablehall record MATCH; tablehall demo --record files do not)")
-        )
+        served = "" if not isinstance(record, dict) or "commitments" in record else (
+            " (a served match's record has them: tablehall record MATCH; tablehall demo --record files do not)")
         print(f"tablehall verify: {file} cannot be verified: {err}{served}", file=sys.stderr)
         return EXIT_MALFORMED
     if result.error is not None:

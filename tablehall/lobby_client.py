@@ -1,9 +1,9 @@
 """The SDK's Lobby: register a player, queue, leave, wait to be seated, challenges (async).
 
-me = await register(client, "Ana")                  # me.key: keep it, it is shown once
-lobby = LobbyClient(client, me.key)
-ticket = await lobby.join("spectacular-bid")
-seat = await lobby.seated(ticket)                    # then client.seat(seat.match_id, me.key)
+    me = await register(client, "Ana")                  # me.key: keep it, it is shown once
+    lobby = LobbyClient(client, me.key)
+    ticket = await lobby.join("spectacular-bid")
+    seat = await lobby.seated(ticket)                    # then client.seat(seat.match_id, me.key)
 """
 
 from __future__ import annotations

@@ -248,11 +248,8 @@ async def _next(call: _Caller, args: argparse.Namespace, console: Console) -> in
 async def _status(call: _Caller, args: argparse.Namespace, console: Console) -> int:
     t = await call("GetTournament", tournaments_pb2.GetTournamentRequest(tournament_id=args.tournament))
     out = _stdout()
-    print(
-        f"{t.name} ({t.tournament_id}): {t.game}, {t.format}, {len(t.players)} players, "
-        f"round {t.current_round} of {t.rounds}, {t.status}" + (" (manual)" if t.manual else ""),
-        flush=True,
-    )
+    print(f"{t.name} ({t.tournament_id}): {t.game}, {t.format}, {len(t.players)} players, "
+          f"round {t.current_round} of {t.rounds}, {t.status}" + (" (manual)" if t.manual else ""), flush=True)
     table = Table("round", "status", "tables", "scheduled", "ended", "byes", "starts")
     for r in t.round_states:
         table.add_row(str(r.number), r.status, str(r.tables), str(r.scheduled), str(r.ended), ", ".join(r.byes),

@@ -86,17 +86,8 @@ def run_play(args: argparse.Namespace) -> int:
     options = play_options(args.game, args.points, args.bank, args.start_score)
     return asyncio.run(
         play(
-            args.address,
-            args.game,
-            args.vs,
-            join=args.join,
-            token=args.token,
-            shared=args.shared_device,
-            players=args.players,
-            name=args.name,
-            names=args.names,
-            think_s=args.think,
-            options=options,
+            args.address, args.game, args.vs, join=args.join, token=args.token, shared=args.shared_device,
+            players=args.players, name=args.name, names=args.names, think_s=args.think, options=options,
             tls=client_tls(args),
         )
     )

@@ -131,3 +131,5 @@ def _create_postgres_database(url: str, shown: str) -> None:
             connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(str(target.database))))
     except psycopg.Error as error:
         raise DevClusterError(f"cannot create the database of {shown}: {error}") from None
+
+

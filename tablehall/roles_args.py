@@ -80,14 +80,11 @@ def _add_worker(commands: Any) -> None:
     worker.add_argument("--workers", type=int, default=None, help="static mode: N (TABLEHALL_WORKERS)")
     worker.add_argument("--host", default="127.0.0.1")
     worker.add_argument(
-        "--port",
-        type=int,
-        default=None,
+        "--port", type=int, default=None,
         help="default: TABLEHALL_WORKER_PORT, else a free port (static mode: TABLEHALL_WORKER_BASE_PORT + K)",
     )
     worker.add_argument(
-        "--advertise",
-        default=None,
+        "--advertise", default=None,
         help="the address others dial to reach it (TABLEHALL_WORKER_ADVERTISE; default: host:port)",
     )
     worker.add_argument("--database-url", default=None, help="memory, or a URL (TABLEHALL_DATABASE_URL)")
@@ -122,13 +119,8 @@ def run_gateway(args: argparse.Namespace) -> int:
         return EXIT_CANNOT_START
     event_loop.run(
         gateway_role(
-            *settings(args.host, args.port),
-            args.workers,
-            args.worker_address,
-            args.metrics_port,
-            web,
-            server_tls(args),
-            args.database_url,
+            *settings(args.host, args.port), args.workers, args.worker_address, args.metrics_port, web,
+            server_tls(args), args.database_url,
         )
     )
     return 0
@@ -148,13 +140,7 @@ def run_worker(args: argparse.Namespace) -> int:
         return EXIT_CANNOT_START
     return event_loop.run(
         worker_role(
-            args.ordinal,
-            args.workers,
-            args.host,
-            args.port,
-            args.database_url,
-            args.metrics_port,
-            args.advertise,
+            args.ordinal, args.workers, args.host, args.port, args.database_url, args.metrics_port, args.advertise,
         )
     )
 

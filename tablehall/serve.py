@@ -160,10 +160,7 @@ async def _workers(
         hosts: list[MatchHost] = []
         async with embedded_jobs(url, lambda: in_process(hosts)) as jobs:  # rating + sweeps, no broker
             matches = MatchHost(
-                storage,
-                tolerance_ms=tolerance_ms(),
-                on_finished=jobs.on_finished if jobs else None,
-                on_ended=on_ended,
+                storage, tolerance_ms=tolerance_ms(), on_finished=jobs.on_finished if jobs else None, on_ended=on_ended,
                 hop=False,  # the gateway is this process: no hop to measure
             )
             hosts.append(matches)
@@ -198,7 +195,7 @@ async def _workers(
         routes = Topology(topology.workers if static else 0, topology.address, topology.base_port)
         async with (
             router_for(routes, url) as router,
-            over_grpc(topology) if static else over_leases(url) as settle,
+            (over_grpc(topology) if static else over_leases(url)) as settle,
             embedded_jobs(url, lambda: settle),
         ):
             yield Backends(router, [])

@@ -95,11 +95,7 @@ async def _static_worker(ordinal: int, workers: int | None, host: str, port: int
     clocks_first()
     storage = await open_storage(url)
     matches = MatchHost(
-        storage,
-        ordinal,
-        max(1, topology.workers),
-        tolerance_ms=tolerance_ms(),
-        on_finished=rating_queue(),
+        storage, ordinal, max(1, topology.workers), tolerance_ms=tolerance_ms(), on_finished=rating_queue(),
         on_ended=tournament_queue(),
     )
     await matches.start()
@@ -223,3 +219,5 @@ def default_url() -> str:
     from workers.sql.engine import database_url
 
     return database_url()
+
+

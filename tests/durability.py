@@ -295,3 +295,4 @@ def unix_ms() -> int:
 def pg_or_sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     with database(request.param, tmp_path) as url:
         yield url
+

@@ -48,7 +48,11 @@ def module_name(root: Path, path: Path) -> str:
 def modules_under(root: Path) -> dict[str, Path]:
     """Every module of the layered packages below `root`, by dotted name."""
     top = {layer.split(".")[0] for layer in LAYERS}
-    return {module_name(root, path): path for package in sorted(top) for path in sorted((root / package).rglob("*.py"))}
+    return {
+        module_name(root, path): path
+        for package in sorted(top)
+        for path in sorted((root / package).rglob("*.py"))
+    }
 
 
 def layer_of(module: str) -> int | None:

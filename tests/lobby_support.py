@@ -76,13 +76,8 @@ def set_rating(engine: Engine, player_id: int, game: str, ordinal: float) -> Non
     with engine.begin() as conn:
         conn.execute(
             r.ratings.insert().values(
-                player_id=player_id,
-                game=game,
-                mu=ordinal + 3 * DEFAULT_SIGMA,
-                sigma=DEFAULT_SIGMA,
-                ordinal=ordinal,
-                games=1,
-                updated_unix_ms=0,
+                player_id=player_id, game=game, mu=ordinal + 3 * DEFAULT_SIGMA, sigma=DEFAULT_SIGMA, ordinal=ordinal,
+                games=1, updated_unix_ms=0,
             )
         )
 

@@ -50,7 +50,9 @@ class Service:
         return Recorded(recorder, SeatClient(recorder, match_id, token))  # type: ignore[arg-type]
 
 
-def serve(body: Callable[[Service], Awaitable[T]], timeout: float = 20.0, clock: Callable[[], int] | None = None) -> T:
+def serve(
+    body: Callable[[Service], Awaitable[T]], timeout: float = 20.0, clock: Callable[[], int] | None = None
+) -> T:
     """Runs `body` against a fresh service in a fresh event loop; the whole test is bounded by `timeout`.
     `clock` (unix ms) replaces the worker's wall clock: the test moves time and the timers follow."""
 

@@ -9,22 +9,9 @@ import sys
 
 def test_every_match_plays_all_its_commands_and_both_sides_cpu_is_printed() -> None:
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tablehall.cli",
-            "bench",
-            "floor",
-            "--matches",
-            "3",
-            "--commands",
-            "7",
-            "--seconds",
-            "0",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, "-m", "tablehall.cli", "bench", "floor", "--matches", "3", "--commands", "7",
+         "--seconds", "0"],
+        capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0, done.stderr
     printed = " ".join(done.stdout.split())

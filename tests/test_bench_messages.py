@@ -10,9 +10,7 @@ import sys
 def test_it_prints_the_cpu_per_message_of_both_sides() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tablehall.cli", "bench", "messages", "--messages", "400", "--streams", "4"],
-        capture_output=True,
-        text=True,
-        timeout=120,
+        capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0, done.stderr
     printed = " ".join(done.stdout.split())

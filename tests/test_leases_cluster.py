@@ -227,7 +227,9 @@ def _resume(pid: int) -> None:
     os.kill(pid, signal.SIGCONT)
 
 
-def test_a_stalled_worker_with_nobody_to_take_over_answers_again_and_loses_nothing(pg_url: str, tmp_path: Path) -> None:
+def test_a_stalled_worker_with_nobody_to_take_over_answers_again_and_loses_nothing(
+    pg_url: str, tmp_path: Path
+) -> None:
     """A worker stopped (SIGSTOP) a little longer than its lease, with no peer to take its partitions: when it
     runs again its leases ran out by its own clock, but the table shows nobody took them: it answers again
     with nothing reloaded and nothing voided (the pause was thinking time)."""

@@ -25,12 +25,8 @@ TOKENS = [b"seat-zero", b"seat-one"]
 
 def create(match_id: str) -> host_pb2.HostCreateRequest:
     return host_pb2.HostCreateRequest(
-        match_id=match_id,
-        game="spectacular-bid",
-        players=["Ana", "Bia"],
-        options_json="{}",
-        token_sha256=[hashlib.sha256(t).digest() for t in TOKENS],
-        created_unix_ms=int(time.time() * 1000),
+        match_id=match_id, game="spectacular-bid", players=["Ana", "Bia"], options_json="{}",
+        token_sha256=[hashlib.sha256(t).digest() for t in TOKENS], created_unix_ms=int(time.time() * 1000),
     )
 
 
@@ -53,10 +49,8 @@ async def with_worker(body: Callable[[MatchHost, GrpcWorker], Awaitable[None]]) 
 
 def ready(match_id: str, seat: int) -> host_pb2.HostCommandRequest:
     return host_pb2.HostCommandRequest(
-        match_id=match_id,
-        token_sha256=hashlib.sha256(TOKENS[seat]).digest(),
-        action=matches_pb2.Action(ready=matches_pb2.Ready()),
-        arrival_unix_ms=int(time.time() * 1000),
+        match_id=match_id, token_sha256=hashlib.sha256(TOKENS[seat]).digest(),
+        action=matches_pb2.Action(ready=matches_pb2.Ready()), arrival_unix_ms=int(time.time() * 1000),
     )
 
 

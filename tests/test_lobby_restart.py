@@ -34,7 +34,6 @@ def test_a_killed_serve_loses_no_queued_player(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'restart.db'}"
     first, address = serve(url)
     try:
-
         async def before() -> str:
             async with Client(address) as client:
                 ana = await register(client, "Ana")
@@ -47,7 +46,6 @@ def test_a_killed_serve_loses_no_queued_player(tmp_path: Path) -> None:
         first.wait(10)
     second, address = serve(url)
     try:
-
         async def after() -> tuple[str, str]:
             async with Client(address) as client:
                 bia = await register(client, "Bia")

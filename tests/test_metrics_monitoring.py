@@ -61,9 +61,7 @@ def prometheus(served: Served, tmp_path: Path) -> Iterator[str]:
         f"scrape_configs:\n  - job_name: tablehall\n    static_configs:\n      - targets: ['{target}']\n"
     )
     command = [
-        server,
-        f"--config.file={config}",
-        f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+        server, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
         f"--web.listen-address=127.0.0.1:{port}",
     ]
     log = (tmp_path / "prometheus.log").open("w")
@@ -177,22 +175,16 @@ def test_the_name_check_can_fail(exported: set[str]) -> None:
 
 BORN_LATE = {  # counter panels → their counter, the labels of a series born at 6 and of one that stays flat
     "Matches voided by reason (per 5m)": (
-        "tablehall_matches_voided_total",
-        'reason="worker_down"',
-        'reason="abandoned"',
+        "tablehall_matches_voided_total", 'reason="worker_down"', 'reason="abandoned"'
     ),
     "Service faults by kind (per 5m)": ("tablehall_service_faults_total", 'kind="worker_down"', 'kind="timer_late"'),
     "Matches finished by game and reason (per 5m)": (
-        "tablehall_matches_finished_total",
-        'game="501", reason="score"',
-        'game="501", reason="time"',
+        "tablehall_matches_finished_total", 'game="501", reason="score"', 'game="501", reason="time"'
     ),
     "Partition hand-offs by kind (per 5m)": ("tablehall_handoffs_total", 'kind="rebalance"', 'kind="crash"'),
     "Lease losses by reason (per 5m)": ("tablehall_lease_losses_total", 'reason="expired"', 'reason="down"'),
     "Lobby tables made by game and source (per 5m)": (
-        "tablehall_lobby_pairings_total",
-        'game="501", source="queue"',
-        'game="spectacular-bid", source="bot"',
+        "tablehall_lobby_pairings_total", 'game="501", source="queue"', 'game="spectacular-bid", source="bot"'
     ),
 }
 
@@ -204,22 +196,18 @@ def test_the_counter_panels_count_a_series_born_non_zero(tmp_path: Path) -> None
     panels = {panel["title"]: panel["targets"][0]["expr"] for panel in json.loads(DASHBOARD.read_text())["panels"]}
     tests = []
     for title, (metric, born, flat) in BORN_LATE.items():
-        tests.append(
-            {
-                "interval": "1m",
-                "input_series": [
-                    {"series": f'{metric}{{{born}, instance="new"}}', "values": "_x5 6x20"},
-                    {"series": f'{metric}{{{flat}, instance="old"}}', "values": "3x25"},
-                ],
-                "promql_expr_test": [
-                    {
-                        "expr": panels[title],
-                        "eval_time": "7m",
-                        "exp_samples": [{"labels": f"{{{born}}}", "value": 6}, {"labels": f"{{{flat}}}", "value": 0}],
-                    }
-                ],
-            }
-        )
+        tests.append({
+            "interval": "1m",
+            "input_series": [
+                {"series": f'{metric}{{{born}, instance="new"}}', "values": "_x5 6x20"},
+                {"series": f'{metric}{{{flat}, instance="old"}}', "values": "3x25"},
+            ],
+            "promql_expr_test": [{
+                "expr": panels[title],
+                "eval_time": "7m",
+                "exp_samples": [{"labels": f"{{{born}}}", "value": 6}, {"labels": f"{{{flat}}}", "value": 0}],
+            }],
+        })
     (tmp_path / "panels_test.yaml").write_text(yaml.safe_dump({"evaluation_interval": "1m", "tests": tests}))
     tested = subprocess.run(
         [promtool, "test", "rules", str(tmp_path / "panels_test.yaml")], capture_output=True, text=True, timeout=60

@@ -133,8 +133,7 @@ def _kinds(sent: list[bytes]) -> list[str]:
     events = [matches_pb2.PlayEvent.FromString(wire) for wire in sent]
     return [
         f"u{e.update.seq}" + (f"+r{e.answered.ref}" if e.HasField("answered") else "")
-        if e.HasField("update")
-        else f"r{e.result.ref}"
+        if e.HasField("update") else f"r{e.result.ref}"
         for e in events
     ]
 

@@ -54,12 +54,8 @@ async def create(host: MatchHost, game: str, players: list[str], options: dict[s
     match_id = new_id(host.workers, host.ordinal)
     await host.create(
         host_pb2.HostCreateRequest(
-            match_id=match_id,
-            game=game,
-            players=players,
-            options_json=__import__("json").dumps(options),
-            token_sha256=[token(match_id, s) for s in range(len(players))],
-            created_unix_ms=unix_ms(),
+            match_id=match_id, game=game, players=players, options_json=__import__("json").dumps(options),
+            token_sha256=[token(match_id, s) for s in range(len(players))], created_unix_ms=unix_ms(),
         )
     )
     return match_id

@@ -179,8 +179,7 @@ def test_a_delayed_tables_rating_is_shown_only_with_its_result(backend: str, tmp
         assert [r.games for r in ratings] == [2, 1, 1]
         # applied in end order: the casual match starts from the table's result
         assert (changes[later].mu_before, changes[later].sigma_before) == (
-            changes[table].mu_after,
-            changes[table].sigma_after,
+            changes[table].mu_after, changes[table].sigma_after
         )
         ranks = [changes[table].rank, second.changes[0].rank]
         want = sequence(ranks)

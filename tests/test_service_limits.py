@@ -136,12 +136,8 @@ def test_a_flooding_client_is_refused_while_another_match_plays_unhindered() -> 
         return played
 
     async def main() -> tuple[Flood, Tally, float]:
-        async with (
-            limited(settings) as service,
-            Client(service.address) as flooder,
-            Client(service.address) as ana,
-            Client(service.address) as bia,
-        ):
+        async with limited(settings) as service, Client(service.address) as flooder, \
+                Client(service.address) as ana, Client(service.address) as bia:
             target = await flooder.create_match(SB, ["Flo", "Odd"])
             tally = Flood(first_refusal=asyncio.Event())
             stop = asyncio.Event()
@@ -259,12 +255,8 @@ def test_open_streams_are_limited_per_connection_and_per_token() -> None:
     settings = LimitSettings(rate_per_s=1000, burst=1000, max_watches=2)
 
     async def main() -> None:
-        async with (
-            limited(settings) as service,
-            Client(service.address) as one,
-            Client(service.address) as two,
-            Client(service.address) as three,
-        ):
+        async with limited(settings) as service, Client(service.address) as one, Client(service.address) as two, \
+                Client(service.address) as three:
             created = await one.create_match(SB, ["Ana", "Bia"])
             match_id, token = created.match_id, created.tokens[0]
             watching = [one.spectator(match_id).updates() for _ in range(2)]
@@ -322,11 +314,7 @@ def test_tablehall_serve_takes_its_limits_from_the_environment(tmp_path: Path) -
     finally:
         stop_process(process)
     bad = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
+        command, capture_output=True, text=True, timeout=60, cwd=tmp_path,
         env={**env, "TABLEHALL_MAX_WATCHES": "many"},
     )
     assert bad.returncode != 0

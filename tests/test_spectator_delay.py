@@ -177,11 +177,7 @@ def test_a_live_tournament_table_is_not_held(tmp_path: Path) -> None:
 def test_a_spectator_delay_over_an_hour_is_refused(tmp_path: Path) -> None:
     async def body(hall: Hall) -> None:
         request = tournaments_pb2.CreateTournamentRequest(
-            name="Bad",
-            game="spectacular-bid",
-            players=["Ana", "Bia"],
-            format="round-robin",
-            spectator_delay_s=3601,
+            name="Bad", game="spectacular-bid", players=["Ana", "Bia"], format="round-robin", spectator_delay_s=3601,
         )
         with pytest.raises(TablehallError) as refused:
             await hall.call("CreateTournament", request)

@@ -20,28 +20,10 @@ from workers.sql.migrate import current, downgrade, head, migrate
 from workers.sql.models import metadata
 
 TABLES = {
-    "players",
-    "matches",
-    "seats",
-    "events",
-    "snapshots",
-    "partitions",
-    "workers",
-    "ratings",
-    "rating_history",
-    "rated_matches",
-    "organizers",
-    "tournaments",
-    "tournament_players",
-    "tournament_byes",
-    "batches",
-    "batch_tables",
-    "player_keys",
-    "lobby_queue",
-    "lobby_tables",
-    "lobby_seats",
-    "lobby_challenges",
-    "challenge_takers",
+    "players", "matches", "seats", "events", "snapshots", "partitions", "workers",
+    "ratings", "rating_history", "rated_matches",
+    "organizers", "tournaments", "tournament_players", "tournament_byes", "batches", "batch_tables",
+    "player_keys", "lobby_queue", "lobby_tables", "lobby_seats", "lobby_challenges", "challenge_takers",
     "lobby_leader",
 }
 

@@ -35,7 +35,9 @@ async def create(hall: Hall, **fields: Any) -> tournaments_pb2.CreateTournamentR
 
 
 async def play_all(hall: Hall, created: tournaments_pb2.CreateTournamentResponse) -> list[tournaments_pb2.Assignment]:
-    entrants = [play_tournament(hall.client, created.tournament_id, p.token, seed=p.seed) for p in created.players]
+    entrants = [
+        play_tournament(hall.client, created.tournament_id, p.token, seed=p.seed) for p in created.players
+    ]
     return list(await asyncio.gather(*entrants))
 
 

@@ -231,7 +231,6 @@ def test_start_counts_only_the_tables_it_started(tmp_path: Path) -> None:
 
 def test_a_worker_failing_mid_batch_leaves_nothing_playable(tmp_path: Path) -> None:
     """Two workers; the second is down. The first one's tables are voided `cancelled`, the call fails."""
-
     async def body(hall: Hall) -> None:
         tables = pairs(40)
         error = await refused(hall.call("CreateTables", tables_request(tables)))
@@ -256,12 +255,8 @@ def test_creation_is_idempotent_per_match_id() -> None:
         ids = [secrets.token_hex(8) for _ in range(6)]
         tables = [
             host_pb2.HostCreateRequest(
-                match_id=i,
-                game=SB,
-                players=[f"a{k}", f"b{k}"],
-                options_json="{}",
-                token_sha256=[bytes([k]) * 32, bytes([k + 100]) * 32],
-                created_unix_ms=unix_ms(),
+                match_id=i, game=SB, players=[f"a{k}", f"b{k}"], options_json="{}",
+                token_sha256=[bytes([k]) * 32, bytes([k + 100]) * 32], created_unix_ms=unix_ms(),
             )
             for k, i in enumerate(ids)
         ]
@@ -303,12 +298,8 @@ def test_a_held_match_survives_a_worker_restart_and_the_sweeps(tmp_path: Path) -
         await first.start()
         tables = [
             host_pb2.HostCreateRequest(
-                match_id=secrets.token_hex(8),
-                game=SB,
-                players=[f"a{k}", f"b{k}"],
-                options_json="{}",
-                token_sha256=[bytes([k]) * 32, bytes([k + 50]) * 32],
-                created_unix_ms=start,
+                match_id=secrets.token_hex(8), game=SB, players=[f"a{k}", f"b{k}"], options_json="{}",
+                token_sha256=[bytes([k]) * 32, bytes([k + 50]) * 32], created_unix_ms=start,
             )
             for k in range(3)
         ]
@@ -339,12 +330,8 @@ def test_a_start_found_late_beyond_the_tolerance_counts_from_the_deal() -> None:
         host = MatchHost(clock=clock, tolerance_ms=1000)
         await host.start()
         table = host_pb2.HostCreateRequest(
-            match_id=secrets.token_hex(8),
-            game=SB,
-            players=["a", "b"],
-            options_json="{}",
-            token_sha256=[b"\1" * 32, b"\2" * 32],
-            created_unix_ms=clock.now + 1000,
+            match_id=secrets.token_hex(8), game=SB, players=["a", "b"], options_json="{}",
+            token_sha256=[b"\1" * 32, b"\2" * 32], created_unix_ms=clock.now + 1000,
         )
         await host.create_tables(host_pb2.HostCreateTablesRequest(tables=[table]))
         clock.now += 6_000

@@ -151,7 +151,9 @@ BROKEN = [
     pytest.param(lambda: {**sample(SB, "play"), "boneyard": ["6-6"]}, id="sb-boneyard"),
     pytest.param(lambda: {**sample(SB, "lead", True), "hand": ["6-6"]}, id="sb-spectator-with-a-hand"),
     pytest.param(lambda: {**sample(SB, "lead", True), "legal": [{"do": "resign"}]}, id="sb-spectator-may-act"),
-    pytest.param(lambda: (v := sample(SB, "play"), v["layout"].update(hands=[["6-6"]]), v)[2], id="sb-layout-extra"),
+    pytest.param(
+        lambda: (v := sample(SB, "play"), v["layout"].update(hands=[["6-6"]]), v)[2], id="sb-layout-extra"
+    ),
     pytest.param(lambda: (v := sample(SB, "play"), v.pop("banks_ms"), v)[2], id="sb-field-missing"),
     pytest.param(lambda: renamed(sample(FIVE, "tricks"), "scores", "score"), id="501-field-renamed"),
     pytest.param(lambda: {**sample(FIVE, "tricks"), "hands_of": {"1": ["AS"]}}, id="501-another-hand"),

@@ -170,12 +170,7 @@ class MatchHost:
         log.log(
             logging.INFO if restored or len(epochs) > 1 else logging.DEBUG,
             "%s serves %d more partitions (%d held); recovered %d matches (%d voided: unserved %s ms)",
-            self.owner,
-            len(epochs),
-            len(self.held),
-            len(restored),
-            voided,
-            outages[-1] if outages else None,
+            self.owner, len(epochs), len(self.held), len(restored), voided, outages[-1] if outages else None,
         )
         return [actor for actor, _ in restored]
 
@@ -250,11 +245,8 @@ class MatchHost:
     def hosting(self) -> Hosting:
         """What this host gives each of its actors (read when an actor is made: the host's settings now)."""
         return Hosting(
-            clock=self.clock,
-            tolerance_ms=self.tolerance_ms,
-            on_fenced=self._fenced,
-            on_finished=self.on_finished,
-            on_ended=self.on_ended,
+            clock=self.clock, tolerance_ms=self.tolerance_ms,
+            on_fenced=self._fenced, on_finished=self.on_finished, on_ended=self.on_ended,
         )
 
     def _fenced(self, actor: MatchActor, error: FencedOut) -> None:
@@ -347,14 +339,8 @@ class MatchHost:
         lot = secrets.randbelow(len(players))
         game.start(len(players), options, Seat(lot))  # the engine validates the options
         return MatchEntry(
-            request.match_id,
-            game.name,
-            players,
-            options,
-            tuple(request.token_sha256),
-            request.created_unix_ms,
-            lot,
-            partition,
+            request.match_id, game.name, players, options, tuple(request.token_sha256),
+            request.created_unix_ms, lot, partition,
         )
 
     def game_of(self, entry: MatchEntry) -> Game[Any, Any, Any]:
@@ -369,9 +355,7 @@ class MatchHost:
         known = self.actors.get(request.match_id)
         if known is not None:
             if (known.entry.game, known.entry.players, known.entry.token_sha256) != (
-                entry.game,
-                entry.players,
-                entry.token_sha256,
+                entry.game, entry.players, entry.token_sha256
             ):
                 raise MalformedAction(f"match {request.match_id} exists already")
             return host_pb2.HostCreateResponse()

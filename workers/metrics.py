@@ -91,8 +91,6 @@ def rejected(code: str) -> Any:
     if series is None:
         series = _REJECTED_BY[code] = REJECTED.labels(code)
     return series
-
-
 FINISHED = Counter(
     "tablehall_matches_finished_total",
     "Matches that ended with a result, by game and how they ended (points, time, resign, score, ...).",
@@ -158,6 +156,7 @@ LOG_COMMIT = Histogram(
     "One durable append of a change's steps to the event log, until committed.",
     buckets=FAST,
 )
+
 
 
 def initialise() -> None:

@@ -41,10 +41,10 @@ def _seat(seat: Seat | None) -> bytes:
     return known
 
 
+
 def wall() -> int:
     """The wall clock in unix ms (a match published alone: no host to hand its clock over)."""
     return time.time_ns() // 1_000_000
-
 
 class Shown:
     """One seat's view of one change, in the forms asked so far: each built at most once, then shared."""
@@ -307,3 +307,4 @@ class Published:
         watchers, self.watchers = self.watchers, set()
         for watcher in watchers:
             watcher.sink.end(self._gone(watcher))
+

@@ -103,11 +103,9 @@ class _FeedSink:
             self.items.put(host_pb2.FeedItem(id=self.number, end=True).SerializeToString())
             return
         code, message, moved_to = _refusal(error, f"a watch of match {self.match_id}")
-        self.items.put(
-            host_pb2.FeedItem(
-                id=self.number, end=True, error_code=code, error_message=message, moved_to=moved_to
-            ).SerializeToString()
-        )
+        self.items.put(host_pb2.FeedItem(
+            id=self.number, end=True, error_code=code, error_message=message, moved_to=moved_to
+        ).SerializeToString())
 
 
 def _tasks(entries: Iterable[asyncio.Task[None] | Unfollow]) -> list[asyncio.Task[None]]:
@@ -276,13 +274,11 @@ async def start_worker_server(
     host: MatchHost, address: str, service: MatchHostService | None = None
 ) -> tuple[grpc.aio.Server, int]:
     quiet_dropped_clients()  # a vanished gateway or watcher is one debug line, as at the gateway
-    server = grpc.aio.server(
-        options=[  # gateways ping their worker connections every few seconds
-            ("grpc.keepalive_permit_without_calls", 1),
-            ("grpc.http2.min_recv_ping_interval_without_data_ms", 4000),
-            ("grpc.http2.max_ping_strikes", 0),
-        ]
-    )
+    server = grpc.aio.server(options=[  # gateways ping their worker connections every few seconds
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", 4000),
+        ("grpc.http2.max_ping_strikes", 0),
+    ])
     name = host_pb2.DESCRIPTOR.services_by_name["MatchHost"].full_name
     served = handlers(name, service or MatchHostService(host))  # its streams send bytes built already
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(name, served),))

@@ -43,7 +43,6 @@ class MatchHost(Protocol):
 
     def hosting(self) -> Hosting: ...
 
-
 SLICE = 16
 """Tables created or started between two turns of the event loop: a chunk of 250 in one stretch held every
 other match's timer for 100–300 ms. After a chunk its matches are frozen out of the cyclic collector
@@ -72,9 +71,7 @@ async def create(host: MatchHost, request: host_pb2.HostCreateTablesRequest) -> 
         if known is None:
             entries.append(entry)
         elif (known.entry.game, known.entry.players, known.entry.token_sha256) != (
-            entry.game,
-            entry.players,
-            entry.token_sha256,
+            entry.game, entry.players, entry.token_sha256
         ):
             raise MalformedAction(f"table {index + 1}: match {entry.match_id} exists already, with other seats")
     writing = host.storage.create_many(entries, {e.partition: host.epoch(e.partition) for e in entries})
@@ -91,7 +88,6 @@ async def create(host: MatchHost, request: host_pb2.HostCreateTablesRequest) -> 
     gc.freeze()  # the new matches live long: the collector's full passes need not scan them again (see SLICE)
     return await states(host, [t.match_id for t in request.tables])
 
-
 async def start(host: MatchHost, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
     """Start these held matches now (their time counts from now); started ones are left alone."""
     actors = [await host.actor(match_id) for match_id in request.match_ids]
@@ -102,7 +98,6 @@ async def start(host: MatchHost, request: host_pb2.HostTablesRequest) -> host_pb
         await asyncio.sleep(0)  # due timers of other matches run between slices
     return await states(host, list(request.match_ids))
 
-
 async def cancel(host: MatchHost, request: host_pb2.HostTablesRequest) -> host_pb2.HostTablesResponse:
     """Void these matches (a batch that could not be created everywhere); unknown ids are skipped."""
     reason = request.reason or VoidReason.CANCELLED
@@ -112,13 +107,13 @@ async def cancel(host: MatchHost, request: host_pb2.HostTablesRequest) -> host_p
     await asyncio.gather(*(a.void(reason, Millis(host.clock() - a.entry.created_unix_ms)) for a in known))
     return await states(host, [a.match_id for a in known])
 
-
 async def states(host: MatchHost, match_ids: list[str]) -> host_pb2.HostTablesResponse:
     states = []
     for match_id in match_ids:
         actor = await host.actor(match_id)
         status = "scheduled" if actor.scheduled else actor.progress(actor.match).status
-        states.append(
-            host_pb2.HostTableState(match_id=match_id, status=status, starts_unix_ms=actor.entry.created_unix_ms)
-        )
+        states.append(host_pb2.HostTableState(
+            match_id=match_id, status=status, starts_unix_ms=actor.entry.created_unix_ms
+        ))
     return host_pb2.HostTablesResponse(tables=states)
+

@@ -86,11 +86,9 @@ def _bot_player(engine: Engine, level: Level, number: int) -> BotPlayer:
                 return BotPlayer(int(found[0]), level, bytes(found[1]))
             try:
                 with conn.begin_nested():
-                    player_id = (
-                        found[0]
-                        if found is not None
-                        else conn.execute(p.insert().values(name=name).returning(p.c.id)).scalar_one()
-                    )
+                    player_id = found[0] if found is not None else conn.execute(
+                        p.insert().values(name=name).returning(p.c.id)
+                    ).scalar_one()
                     sha = hashlib.sha256(secrets.token_bytes(32)).digest()
                     conn.execute(k.insert().values(player_id=player_id, key_sha256=sha, registered_unix_ms=0))
                 return BotPlayer(int(player_id), level, sha)

@@ -207,3 +207,4 @@ class LobbyHall:
 
     def forget(self, listener: Listener) -> None:
         self.listeners.discard(listener)
+

@@ -204,20 +204,8 @@ class Director:
             raise BatchRejected(f"the spectator delay is 0 to {MAX_SPECTATOR_DELAY_S} s")
         tournament_id = secrets.token_hex(8)
         tournament = store.Tournament(
-            tournament_id,
-            organizer.id,
-            spec.name.strip(),
-            game.name,
-            spec.format,
-            count,
-            options,
-            spec.voided,
-            spec.manual,
-            pause,
-            self._origin(spec.start_unix_ms),
-            "running",
-            0,
-            spec.players,
+            tournament_id, organizer.id, spec.name.strip(), game.name, spec.format, count, options, spec.voided,
+            spec.manual, pause, self._origin(spec.start_unix_ms), "running", 0, spec.players,
             spec.spectator_delay_s * 1000,
         )
         tokens = [new_token() for _ in spec.players]

@@ -20,7 +20,6 @@ from workers.errors import Unavailable
 
 __all__ = ["History", "PairingFailed", "plan", "records", "shutdown"]
 
-
 class PairingFailed(Unavailable):
     """The pairing process could not plan the round (it died, or the plan raised): the message says why.
     Nothing was written; the periodic pass (or the organizer's next call) pairs the round again."""

@@ -40,13 +40,8 @@ def round_summaries(snap: Snapshot, now_unix_ms: int) -> list[RoundSummary]:
             status = "scheduled" if first.starts_unix_ms > now_unix_ms else "playing"
         out.append(
             RoundSummary(
-                number,
-                status,
-                len(tables),
-                sum(b.scheduled for b in batches),
-                sum(1 for t in tables if t.status in ENDED),
-                snap.byes.get(number, ()),
-                first.starts_unix_ms,
+                number, status, len(tables), sum(b.scheduled for b in batches),
+                sum(1 for t in tables if t.status in ENDED), snap.byes.get(number, ()), first.starts_unix_ms,
             )
         )
     return out

@@ -210,13 +210,8 @@ def _swiss_players(
             seats[me].append(seat)
     return [
         SwissPlayer(
-            p,
-            float(wins[p]),
-            frozenset(opponents[p]),
-            byes.get(p, 0),
-            seats[p].count(0),
-            seats[p].count(1),
-            seats[p][-1] if seats[p] else None,
+            p, float(wins[p]), frozenset(opponents[p]), byes.get(p, 0),
+            seats[p].count(0), seats[p].count(1), seats[p][-1] if seats[p] else None,
         )
         for p in ranked
     ]

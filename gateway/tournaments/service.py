@@ -239,11 +239,7 @@ class TournamentsService(tournaments_pb2_grpc.TournamentsServicer):
                 if match_id in found:
                     status, record_json = found[match_id]
                     yield tournaments_pb2.TableRecord(
-                        round=number,
-                        table=table,
-                        attempt=attempt,
-                        match_id=match_id,
-                        status=status,
+                        round=number, table=table, attempt=attempt, match_id=match_id, status=status,
                         record_json=record_json,
                     )
 
@@ -256,16 +252,8 @@ def assignment_message(snap: store.Snapshot, name: str, token: str) -> tournamen
     """The player's assignment; the seat token is their own tournament token (their seats have its hash)."""
     a = reports.assignment(snap, name, token)
     return tournaments_pb2.Assignment(
-        tournament_id=snap.tournament.id,
-        player=name,
-        round=a.round,
-        status=a.status,
-        match_id=a.match_id,
-        seat=a.seat,
-        seat_token=a.seat_token,
-        players=list(a.players),
-        starts_unix_ms=a.starts_unix_ms,
-        rank=a.rank,
+        tournament_id=snap.tournament.id, player=name, round=a.round, status=a.status, match_id=a.match_id,
+        seat=a.seat, seat_token=a.seat_token, players=list(a.players), starts_unix_ms=a.starts_unix_ms, rank=a.rank,
     )
 
 
@@ -277,14 +265,8 @@ def standings_message(snap: store.Snapshot) -> tournaments_pb2.Standings:
         tie_breaks=TIE_BREAKS[snap.tournament.game],
         standings=[
             tournaments_pb2.Standing(
-                rank=s.rank,
-                player=s.player,
-                games=s.games,
-                wins=float(s.wins),
-                points=s.points,
-                buchholz=float(s.buchholz),
-                placement_points=float(s.placement_points),
-                score=s.score,
+                rank=s.rank, player=s.player, games=s.games, wins=float(s.wins), points=s.points,
+                buchholz=float(s.buchholz), placement_points=float(s.placement_points), score=s.score,
             )
             for s in reports.standings(snap)
         ],
@@ -313,28 +295,13 @@ def tournament_message(
     t = snap.tournament
     status, detail = state or (t.status, "")
     message = tournaments_pb2.Tournament(
-        tournament_id=t.id,
-        name=t.name,
-        game=t.game,
-        format=t.format,
-        status=status,
-        detail=detail,
-        rounds=t.rounds,
-        current_round=t.current_round,
-        players=list(t.players),
-        voided=t.voided,
-        manual=t.manual,
-        starts_unix_ms=t.starts_unix_ms,
-        spectator_delay_s=t.spectator_delay_ms // 1000,
+        tournament_id=t.id, name=t.name, game=t.game, format=t.format, status=status, detail=detail, rounds=t.rounds,
+        current_round=t.current_round, players=list(t.players), voided=t.voided, manual=t.manual,
+        starts_unix_ms=t.starts_unix_ms, spectator_delay_s=t.spectator_delay_ms // 1000,
         round_states=[
             tournaments_pb2.Round(
-                number=r.number,
-                status=r.status,
-                tables=r.tables,
-                scheduled=r.scheduled,
-                ended=r.ended,
-                byes=list(r.byes),
-                starts_unix_ms=r.starts_unix_ms,
+                number=r.number, status=r.status, tables=r.tables, scheduled=r.scheduled, ended=r.ended,
+                byes=list(r.byes), starts_unix_ms=r.starts_unix_ms,
             )
             for r in reports.round_summaries(snap, now_unix_ms)
         ],
@@ -342,11 +309,7 @@ def tournament_message(
     if with_tables:
         message.tables.extend(
             tournaments_pb2.TournamentTable(
-                round=x.round,
-                table=x.table,
-                attempt=x.attempt,
-                match_id=x.match_id,
-                players=list(x.players),
+                round=x.round, table=x.table, attempt=x.attempt, match_id=x.match_id, players=list(x.players),
                 status=x.status if x.status != "playing" else "in_progress",
                 result_json=json.dumps(x.result) if x.result is not None else "",
             )

@@ -53,18 +53,9 @@ class Batch:
 
 
 _BATCH_COLUMNS = (
-    s.batches.c.id,
-    s.batches.c.organizer_id,
-    s.batches.c.game,
-    s.batches.c.options,
-    s.batches.c.starts_unix_ms,
-    s.batches.c.tables,
-    s.batches.c.tournament_id,
-    s.batches.c.round,
-    s.batches.c.attempt,
-    s.batches.c.status,
-    s.batches.c.scheduled,
-    s.batches.c.updated_unix_ms,
+    s.batches.c.id, s.batches.c.organizer_id, s.batches.c.game, s.batches.c.options, s.batches.c.starts_unix_ms,
+    s.batches.c.tables, s.batches.c.tournament_id, s.batches.c.round, s.batches.c.attempt, s.batches.c.status,
+    s.batches.c.scheduled, s.batches.c.updated_unix_ms,
 )
 
 
@@ -88,13 +79,8 @@ def insert_batch(
                 s.batch_tables.insert(),
                 [
                     {
-                        "match_id": t.match_id,
-                        "batch_id": batch.id,
-                        "table_no": number,
-                        "players": list(t.players),
-                        "token_sha256": [h.hex() for h in t.token_sha256],
-                        "status": "playing",
-                        "result": None,
+                        "match_id": t.match_id, "batch_id": batch.id, "table_no": number, "players": list(t.players),
+                        "token_sha256": [h.hex() for h in t.token_sha256], "status": "playing", "result": None,
                     }
                     for number, t in zip(numbers or range(1, len(tables) + 1), tables, strict=True)
                 ],

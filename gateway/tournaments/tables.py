@@ -78,12 +78,8 @@ def requests(
 ) -> list[host_pb2.HostCreateRequest]:
     return [
         host_pb2.HostCreateRequest(
-            match_id=t.match_id,
-            game=game,
-            players=list(t.players),
-            options_json=options_json,
-            token_sha256=list(t.token_sha256),
-            created_unix_ms=origin_unix_ms,
+            match_id=t.match_id, game=game, players=list(t.players), options_json=options_json,
+            token_sha256=list(t.token_sha256), created_unix_ms=origin_unix_ms,
         )
         for t in tables
     ]

@@ -89,7 +89,9 @@ class Match:
 
     def deal(self, deal: Any, now: Millis) -> tuple[Match, tuple[Event, ...]]:
         state, events = self.game.apply(self.state, CHANCE, deal, now)
-        return Match(self.game, self.players, state, (*self.deals, deal), self.log, self.void_reason, now), events
+        return Match(
+            self.game, self.players, state, (*self.deals, deal), self.log, self.void_reason, now
+        ), events
 
     def void(self, reason: str, now: Millis) -> tuple[Match, tuple[Event, ...]]:
         state, events = self.game.void(self.state, reason, now)
@@ -280,7 +282,9 @@ def _read(record: JSON) -> _Recorded:
         if not isinstance(raw_void, dict) or not isinstance(raw_void.get("reason"), str):
             raise MalformedRecord('"void" must be {"reason": "...", "t": seconds}')
         void_reason, void_t = raw_void["reason"], _time(raw_void.get("t", seconds(now)), "void.t")
-    return _Recorded(game, tuple(players), options, lot, tuple(deals), tuple(commands), end_t, void_reason, void_t)
+    return _Recorded(
+        game, tuple(players), options, lot, tuple(deals), tuple(commands), end_t, void_reason, void_t
+    )
 
 
 def _time(value: JSON, where: str) -> Millis:

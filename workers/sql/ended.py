@@ -104,12 +104,7 @@ def _ended(conn: Connection, ids: list[str]) -> list[Ended]:
         position = restored(game, match)
         out.append(
             Ended(
-                entry.match_id,
-                game,
-                match.progress.status,
-                seated,
-                position,
-                updated[entry.match_id],
+                entry.match_id, game, match.progress.status, seated, position, updated[entry.match_id],
                 entry.created_unix_ms,
             )
         )

@@ -39,7 +39,9 @@ def join(conn: Connection, owner: str, address: str, now: int) -> None:
     conn.execute(stmt, values)
 
 
-_BEAT = text("UPDATE workers SET heartbeat_unix_ms = :now WHERE owner = :owner AND state IN ('active', 'draining')")
+_BEAT = text(
+    "UPDATE workers SET heartbeat_unix_ms = :now WHERE owner = :owner AND state IN ('active', 'draining')"
+)
 """A heartbeat: one small statement, compiled once (it runs ten times a second in every worker)."""
 
 

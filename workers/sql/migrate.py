@@ -98,3 +98,4 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{engine.url.render_as_string(hide_password=True)}: at revision {current(engine)}")
     finally:
         engine.dispose()
+

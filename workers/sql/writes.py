@@ -409,7 +409,6 @@ def _rows_sql(template: str, rows: int, columns: int) -> str:
 def _chunks(items: list[Any], size: int) -> list[list[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
-
 # PostgreSQL: what every batch reads, as text statements (no statement to build and compile per batch).
 _PG_EPOCHS_FOR_SHARE = text(
     "SELECT partition, epoch, owner FROM partitions WHERE partition = ANY(CAST(:partitions AS int[])) "

@@ -84,3 +84,4 @@ def auction_actions(state: State, round: Round, seat: Seat) -> list[Action]:
         actions.append(Bid(amount) if auction.bid is None else Raise(amount))
         amount += BID_STEP
     return actions
+

@@ -56,3 +56,4 @@ def over_message(state: State) -> str:
     if state.void_reason is not None:
         return f"the match was voided ({state.void_reason})"
     return f"the match is over: seat {state.winner} won on {state.reason}"
+

@@ -17,7 +17,9 @@ NAME = "spectacular-bid"
 """The game's name in records, views and the API, declared once (`SpectacularBid.name`; the catalog reads it)."""
 
 OPTIONS: tuple[OptionSpec, ...] = (
-    OptionSpec("start_points", Kind.WHOLE, 150, "Each player's points at the start (SB-1).", 20, 1000, multiple_of=5),
+    OptionSpec(
+        "start_points", Kind.WHOLE, 150, "Each player's points at the start (SB-1).", 20, 1000, multiple_of=5
+    ),
     OptionSpec("bank_s", Kind.SECONDS, 120.0, "Each player's time bank for the whole match (SB-10).", 10, 10_800),
     OptionSpec("delay_s", Kind.SECONDS, 10.0, "The delay of each new decision, before the bank runs (SB-10).", 0, 60),
     OptionSpec(
@@ -28,7 +30,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
         5,
         600,
     ),
-    OptionSpec("shared_device", Kind.FLAG, False, "One device passed between the players; hand-overs stop the clock."),
+    OptionSpec(
+        "shared_device", Kind.FLAG, False, "One device passed between the players; hand-overs stop the clock."
+    ),
 )
 
 

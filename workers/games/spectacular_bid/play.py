@@ -42,7 +42,9 @@ def lead_actions(round: Round, seat: Seat) -> list[Action]:
 def play_actions(round: Round, seat: Seat) -> list[Action]:
     ends = round.layout.open_ends()
     tiles = (round.drawn,) if round.drawn is not None else round.hands[seat]
-    plays: list[Action] = [Play(t, end) for t in tiles for end, pip in ends if pip == t.high or pip == t.low]
+    plays: list[Action] = [
+        Play(t, end) for t in tiles for end, pip in ends if pip == t.high or pip == t.low
+    ]
     return plays if plays or round.drawn is not None else [Draw()]
 
 
@@ -186,3 +188,4 @@ def _no_fit(layout: Layout, tile: Tile, end: object) -> str:
             return f"{tile} does not fit the {e.value} end, which shows {pip}"
     open_names = ", ".join(e.value for e in ends)
     return f"the {getattr(end, 'value', end)} end is not open (open ends: {open_names})"
+

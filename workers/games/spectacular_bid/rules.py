@@ -151,7 +151,9 @@ def _deal(state: State, deal: Deal, now: Millis) -> tuple[State, Events]:
         leader = SEATS[0] if forced in hands[0] else SEATS[1]
     round = Round(hands, deal.boneyard, jockey=jockey, leader=leader, forced=forced)
     number = len(state.past) + 1
-    state = evolve(state, phase=READY, round=round, ready=frozenset(), paused_at=now, turn=None, hand_over=False)
+    state = evolve(
+        state, phase=READY, round=round, ready=frozenset(), paused_at=now, turn=None, hand_over=False
+    )
     return state, (Event("deal", None, {"round": number, "jockey": jockey}),)
 
 
@@ -200,5 +202,8 @@ def void(state: State, reason: str, now: Millis) -> tuple[State, Events]:
     """SB-11: a proven service fault ends the match with no result; the reason is kept."""
     if state.phase is OVER:
         raise IllegalAction(over_message(state))
-    state = evolve(state, phase=OVER, clock=state.clock.stop(now), void_reason=reason, winner=None, reason=None)
+    state = evolve(
+        state, phase=OVER, clock=state.clock.stop(now), void_reason=reason, winner=None, reason=None
+    )
     return state, (Event("void", None, {"reason": reason}),)
+
