@@ -118,7 +118,7 @@ async def _serve(pipe: Connection, database_url: str | None) -> None:
         from workers.sql.storage import SqlStorage
 
         clocks_first()
-        storage = await SqlStorage.open(database_url, serving=True)  # as `tablehall serve` opens it
+        storage = await SqlStorage.open(database_url)
         epoch = (await storage.claim(f"bench-floor-{secrets.token_hex(4)}", [0]))[0]
     hall = _Hall(None if storage is None else _Log(storage, epoch))
     handler = grpc.method_handlers_generic_handler(

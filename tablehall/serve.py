@@ -156,7 +156,7 @@ async def _workers(
         from ratings.owners import in_process
 
         clocks_first()  # this process runs the clocks (workers/clocks_first.py)
-        storage = await open_storage(database_url, serving=True)
+        storage = await open_storage(database_url)
         hosts: list[MatchHost] = []
         async with embedded_jobs(url, lambda: in_process(hosts)) as jobs:  # rating + sweeps, no broker
             matches = MatchHost(

@@ -61,7 +61,7 @@ async def run_worker(
         raise SystemExit("tablehall worker: leases need a shared database (--database-url or "
                          "TABLEHALL_DATABASE_URL); for an in-memory worker give --ordinal K --workers N")  # fmt: skip
     clocks_first()  # threads hand over every ms, no full GC pass on its own (workers/clocks_first.py)
-    storage = await open_storage(url, serving=True)
+    storage = await open_storage(url)
     owner = f"worker-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
     matches = MatchHost(
         storage, tolerance_ms=tolerance_ms(), owner=owner, on_finished=rating_queue(), on_ended=tournament_queue()
@@ -93,7 +93,7 @@ async def _static_worker(ordinal: int, workers: int | None, host: str, port: int
     if not 0 <= ordinal < max(1, topology.workers):
         raise SystemExit(f"--ordinal must be from 0 to {topology.workers - 1}")
     clocks_first()
-    storage = await open_storage(url, serving=True)
+    storage = await open_storage(url)
     matches = MatchHost(
         storage, ordinal, max(1, topology.workers), tolerance_ms=tolerance_ms(), on_finished=rating_queue(),
         on_ended=tournament_queue(),

@@ -23,7 +23,7 @@ from tests.batch_writer import heard
 from tests.durability import DB_BACKENDS, REPO, database
 from tests.processes import stop_process
 from workers.sql import SqlStorage
-from workers.sql.writer_process import ProcessCommitter, WriterGone, writer_in_process
+from workers.sql.writer_process import ProcessCommitter, WriterGone
 from workers.storage import LogEntry, MatchEntry, Progress
 
 BOUND_S = 60.0
@@ -186,11 +186,20 @@ def test_an_op_given_up_after_it_left_is_committed_and_the_writer_goes_on(
         asyncio.run(asyncio.wait_for(body(), BOUND_S))
 
 
-def _serve(url: str) -> tuple[subprocess.Popen[str], str]:
-    """`tablehall serve` as an operator starts it: no TABLEHALL_LOG_WRITER, so its log writer is a process."""
-    command = [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0", "--web-port", "off"]
-    command += ["--database-url", url]
-    env = {k: v for k, v in os.environ.items() if k != "TABLEHALL_LOG_WRITER"}
+def _serve_with_a_writer_process(url: str) -> tuple[subprocess.Popen[str], str]:
+    command = [
+        sys.executable,
+        "-m",
+        "tablehall.cli",
+        "serve",
+        "--port",
+        "0",
+        "--web-port",
+        "off",
+        "--database-url",
+        url,
+    ]
+    env = {**os.environ, "TABLEHALL_LOG_WRITER": "process"}
     server = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert server.stdout is not None
     line = server.stdout.readline()
@@ -216,11 +225,11 @@ async def _play_some(address: str, matches: int, moves: int) -> dict[str, int]:
 
 
 def test_serve_stopped_with_sigterm_commits_what_it_acknowledged_and_ends_its_writer(db_url: str) -> None:
-    server, address = _serve(db_url)
+    server, address = _serve_with_a_writer_process(db_url)
     try:
         acked = asyncio.run(asyncio.wait_for(_play_some(address, matches=4, moves=6), BOUND_S))
         writers = [pid for pid in _children(server.pid) if b"writer_child" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-        assert writers, "serve's log writer is not a process of its own"
+        assert writers, "no writer process"
         server.send_signal(signal.SIGTERM)
         _, errors = server.communicate(timeout=BOUND_S)
         assert server.returncode == 0, errors[-2000:]
@@ -238,15 +247,3 @@ def test_serve_stopped_with_sigterm_commits_what_it_acknowledged_and_ends_its_wr
 
     for match_id, seqs in asyncio.run(asyncio.wait_for(logs(), BOUND_S)).items():
         assert acked[match_id] > 0 and seqs[-1] >= acked[match_id], f"{match_id}: an acknowledged change was lost"
-
-
-@pytest.mark.parametrize(
-    ("chosen", "serving", "in_process"),
-    [("", True, True), ("", False, False), ("thread", True, False), ("process", False, True), ("Thread ", True, False),
-     ("fork", True, False)],
-)  # fmt: skip
-def test_the_writer_is_a_process_for_serving_roles_unless_chosen(
-    chosen: str, serving: bool, in_process: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("TABLEHALL_LOG_WRITER", chosen)
-    assert writer_in_process(serving) is in_process

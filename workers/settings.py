@@ -45,9 +45,8 @@ def lease_ms(env: Mapping[str, str] = os.environ) -> int:
     return int(float(lease_s) * 1000) if lease_s else max(100, tolerance_ms(env) // 2)
 
 
-async def open_storage(url: str | None, serving: bool = False) -> Storage:
-    """`memory`, or a database URL (default: `TABLEHALL_DATABASE_URL`, else the SQLite file tablehall.db);
-    `serving`: for a serving role (its log writer a process of its own by default)."""
+async def open_storage(url: str | None) -> Storage:
+    """`memory`, or a database URL (default: `TABLEHALL_DATABASE_URL`, else the SQLite file tablehall.db)."""
     from workers.sql.engine import database_url
 
     url = url or database_url()
@@ -55,4 +54,4 @@ async def open_storage(url: str | None, serving: bool = False) -> Storage:
         return MemoryStorage()
     from workers.sql.storage import SqlStorage
 
-    return await SqlStorage.open(url, serving=serving)
+    return await SqlStorage.open(url)

@@ -41,10 +41,7 @@ class SqlStorage:
         upgrade: bool = True,
         max_batch: int = MAX_BATCH,
         sqlite_synchronous: str | None = None,
-        serving: bool = False,
     ) -> None:
-        """`serving`: the storage of a serving role, whose log writer is a process by default
-        (`writer_process.writer_in_process`)."""
         self.url = url
         self.engine: Engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
         writing = writing_engine(url, sqlite_synchronous)
@@ -53,7 +50,7 @@ class SqlStorage:
         self._writer: Committer
         self._log_writer: LogWriter | None = None
         """The writer thread's connection (None: the writer is a process of its own)."""
-        if writer_in_process(serving):
+        if writer_in_process():
             writing.dispose()
             self._writer = ProcessCommitter(url, sqlite_synchronous, max_batch)
         else:

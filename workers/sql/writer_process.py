@@ -14,11 +14,10 @@ with any write whose answer was lost. If the child dies, every op waiting on it 
 (its outcome unknown: the match actor reads the log, as after any failed commit) and the next op starts a
 new child. The child ends when its socket closes: the serving process stopped, or was killed.
 
-The serving roles (`tablehall serve`, `tablehall worker`) use it by default: in `tablehall bench service`
-on SQLite it gave +8–10 % commands/s in every comparison of a day (README, Speed), as the writer no longer
-waits for the interpreter the event loop holds. Any other storage (a tool's, a test's) keeps the writer
-thread: the child's start (a Python process importing SQLAlchemy, ~0.5 s of CPU) would come with each of
-the hundreds a test suite opens. TABLEHALL_LOG_WRITER=thread or =process chooses for every storage.
+TABLEHALL_LOG_WRITER=process chooses it; the default is still the writer thread: the child's start
+(a Python process importing SQLAlchemy, ~0.7 s of CPU) comes with every storage opened, which a worker's
+start and a test suite that opens hundreds of storages pay for, while its gain in `tablehall bench service`
+stayed within the machine's noise (README, Speed).
 """
 
 from __future__ import annotations
@@ -56,11 +55,9 @@ class Committer(Protocol):
     def close(self) -> None: ...
 
 
-def writer_in_process(serving: bool = False) -> bool:
-    """TABLEHALL_LOG_WRITER: `thread` or `process`; unset, a process for a serving role (`serving`: the
-    storage of `tablehall serve` or `tablehall worker`, which keeps it for its lifetime) and a thread for
-    any other storage (a tool's, a test's: opened often, each would pay the child's start)."""
-    chosen = os.environ.get("TABLEHALL_LOG_WRITER", "").strip().lower() or ("process" if serving else "thread")
+def writer_in_process() -> bool:
+    """TABLEHALL_LOG_WRITER: `thread` (the default) or `process`."""
+    chosen = os.environ.get("TABLEHALL_LOG_WRITER", "thread").strip().lower()
     if chosen not in ("process", "thread"):
         log.warning("TABLEHALL_LOG_WRITER=%.40r is neither thread nor process: the writer runs as a thread", chosen)
     return chosen == "process"
