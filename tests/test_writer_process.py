@@ -12,8 +12,10 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -186,21 +188,13 @@ def test_an_op_given_up_after_it_left_is_committed_and_the_writer_goes_on(
         asyncio.run(asyncio.wait_for(body(), BOUND_S))
 
 
-def _serve_with_a_writer_process(url: str) -> tuple[subprocess.Popen[str], str]:
-    command = [
-        sys.executable,
-        "-m",
-        "tablehall.cli",
-        "serve",
-        "--port",
-        "0",
-        "--web-port",
-        "off",
-        "--database-url",
-        url,
-    ]
+def _serve_with_a_writer_process(url: str, said: IO[str]) -> tuple[subprocess.Popen[str], str]:
+    """`tablehall serve` with its log writer in a process; what it says on stderr goes to `said` (a file:
+    a pipe nobody reads while the test plays could fill and stop it)."""
+    command = [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0", "--web-port", "off"]
+    command += ["--database-url", url]
     env = {**os.environ, "TABLEHALL_LOG_WRITER": "process"}
-    server = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=said, text=True)
     assert server.stdout is not None
     line = server.stdout.readline()
     assert "serving on" in line, line
@@ -225,17 +219,20 @@ async def _play_some(address: str, matches: int, moves: int) -> dict[str, int]:
 
 
 def test_serve_stopped_with_sigterm_commits_what_it_acknowledged_and_ends_its_writer(db_url: str) -> None:
-    server, address = _serve_with_a_writer_process(db_url)
-    try:
-        acked = asyncio.run(asyncio.wait_for(_play_some(address, matches=4, moves=6), BOUND_S))
-        writers = [pid for pid in _children(server.pid) if b"writer_child" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-        assert writers, "no writer process"
-        server.send_signal(signal.SIGTERM)
-        _, errors = server.communicate(timeout=BOUND_S)
-        assert server.returncode == 0, errors[-2000:]
-        assert "Traceback" not in errors, errors[-2000:]
-    finally:
-        stop_process(server)
+    with tempfile.TemporaryFile("w+") as said:
+        server, address = _serve_with_a_writer_process(db_url, said)
+        try:
+            acked = asyncio.run(asyncio.wait_for(_play_some(address, matches=4, moves=6), BOUND_S))
+            writers = [p for p in _children(server.pid) if b"writer_child" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            assert writers, "no writer process"
+            server.send_signal(signal.SIGTERM)
+            server.communicate(timeout=BOUND_S)
+        finally:
+            stop_process(server)
+        said.seek(0)
+        errors = said.read()
+    assert server.returncode == 0, errors[-2000:]
+    assert "Traceback" not in errors, errors[-2000:]
     assert all(_ended(pid) for pid in writers), "the writer outlived the process it wrote for"
 
     async def logs() -> dict[str, list[int]]:
