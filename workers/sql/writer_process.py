@@ -14,10 +14,11 @@ with any write whose answer was lost. If the child dies, every op waiting on it 
 (its outcome unknown: the match actor reads the log, as after any failed commit) and the next op starts a
 new child. The child ends when its socket closes: the serving process stopped, or was killed.
 
-TABLEHALL_LOG_WRITER=process chooses it; the default is still the writer thread: the child's start
-(a Python process importing SQLAlchemy, ~0.7 s of CPU) comes with every storage opened, which a worker's
-start and a test suite that opens hundreds of storages pay for, while its gain in `tablehall bench service`
-stayed within the machine's noise (README, Speed).
+TABLEHALL_LOG_WRITER=process chooses it; the default is still the writer thread. It gives +8–10 %
+commands/s in `tablehall bench service` on SQLite, but the child's start (a Python process importing
+SQLAlchemy, ~0.5 s of CPU) comes with every storage opened: a test suite opens hundreds, and a new worker's
+first claims waited for it (as the default of the serving roles, `tablehall bench roll` held a moving
+partition's calls up to 2.5 s at p99 against ≤ 150 ms with the thread; README, Speed).
 """
 
 from __future__ import annotations
