@@ -174,7 +174,8 @@ def assert_sb_summaries(played: BrowserMatch) -> None:
         if r["end"] == "block":
             block = facts["block"]
             assert block["sums"] == ",".join(map(str, r["block"]["sums"])), (block, r)
-            assert int(block["owed"]) == r["block"]["owed"] and block["to"] == str(r["block"]["to"] or "")
+            to = r["block"]["to"]  # a seat, 0 included, or None (nothing owed): the page shows "" then
+            assert int(block["owed"]) == r["block"]["owed"] and block["to"] == ("" if to is None else str(to))
         auction = r["auction"]
         if isinstance(auction, dict):
             assert (int(facts["auction"]["bid"]), int(facts["auction"]["paid"])) == (auction["bid"], auction["paid"])
