@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
@@ -52,6 +53,27 @@ def _ended(pid: int) -> bool:
         return True
 
 
+def _outlived_by_none(writers: list[int]) -> None:
+    """Every one of these writer processes ends (its serving process is gone), within the bound."""
+    deadline = time.monotonic() + BOUND_S
+    while not all(_ended(pid) for pid in writers) and time.monotonic() < deadline:
+        time.sleep(0.05)  # another process's exit: nothing here to wait on but its /proc entry
+    assert all(_ended(pid) for pid in writers), "the writer outlived the process it wrote for"
+
+
+def _logged(url: str, match_ids: Iterable[str]) -> dict[str, list[int]]:
+    """Per match, the seqs its log holds, read by a fresh storage (as after a restart)."""
+
+    async def logs() -> dict[str, list[int]]:
+        storage = await SqlStorage.open(url)
+        try:
+            return {m: [e.seq for e in await storage.log(m)] for m in match_ids}
+        finally:
+            await storage.close()
+
+    return asyncio.run(asyncio.wait_for(logs(), BOUND_S))
+
+
 def test_serving_process_killed_leaves_no_writer_and_loses_nothing_acknowledged(db_url: str) -> None:
     appender = subprocess.Popen(
         [sys.executable, "-m", "tests.batch_writer", db_url, "--matches", "10", "--group", "2", "--hold-after", "0",
@@ -70,19 +92,8 @@ def test_serving_process_killed_leaves_no_writer_and_loses_nothing_acknowledged(
         assert appender.wait(10) == -signal.SIGKILL
     finally:
         stop_process(appender)
-    deadline = time.monotonic() + BOUND_S
-    while not all(_ended(pid) for pid in writers) and time.monotonic() < deadline:
-        time.sleep(0.05)  # another process's exit: nothing here to wait on but its /proc entry
-    assert all(_ended(pid) for pid in writers), "the writer outlived the process it wrote for"
-
-    async def logs() -> dict[str, list[int]]:
-        storage = await SqlStorage.open(db_url)
-        try:
-            return {m: [e.seq for e in await storage.log(m)] for m in acked}
-        finally:
-            await storage.close()
-
-    for match_id, seqs in asyncio.run(asyncio.wait_for(logs(), BOUND_S)).items():
+    _outlived_by_none(writers)
+    for match_id, seqs in _logged(db_url, acked).items():
         assert seqs == list(range(1, len(seqs) + 1)), match_id
         assert len(seqs) >= acked[match_id], f"{match_id}: an acknowledged append was lost"
 
@@ -233,14 +244,6 @@ def test_serve_stopped_with_sigterm_commits_what_it_acknowledged_and_ends_its_wr
         errors = said.read()
     assert server.returncode == 0, errors[-2000:]
     assert "Traceback" not in errors, errors[-2000:]
-    assert all(_ended(pid) for pid in writers), "the writer outlived the process it wrote for"
-
-    async def logs() -> dict[str, list[int]]:
-        storage = await SqlStorage.open(db_url)
-        try:
-            return {m: [e.seq for e in await storage.log(m)] for m in acked}
-        finally:
-            await storage.close()
-
-    for match_id, seqs in asyncio.run(asyncio.wait_for(logs(), BOUND_S)).items():
+    _outlived_by_none(writers)
+    for match_id, seqs in _logged(db_url, acked).items():
         assert acked[match_id] > 0 and seqs[-1] >= acked[match_id], f"{match_id}: an acknowledged change was lost"
