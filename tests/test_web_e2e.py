@@ -215,7 +215,9 @@ def test_a_browser_plays_a_whole_spectacular_bid_match_by_touching_the_tiles(
     assert_sb_match(played, service, 200 if "points=100" in mode else 120)
     # the auction was played through the page: what it clicked is in the record as the page's own
     clicked = [e["do"] for e in played.record["events"] if e["seat"] == 0 and e["do"] in AUCTION]
-    assert clicked, "the page answered no lead auction"
+    held = [r["auction"] for r in replayed_rounds(played.record) if r["auction"] is not None]
+    if held:  # random play may end the match before a domino calls for one (a block, then a forced lead)
+        assert clicked, "the page answered no lead auction"
     assert len(clicked) <= len(played.result["auction"]) and set(clicked) <= set(played.result["auction"])
 
 
