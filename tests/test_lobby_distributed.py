@@ -104,6 +104,9 @@ def test_two_loops_pairing_at_once_seat_nobody_twice() -> None:
                 me = await register(a.client, f"R{i}")
                 await LobbyClient(a.client, me.key).join(SB)
             made = await asyncio.gather(*(asyncio.to_thread(h._pair, clock()) for h in (a.hall, b.hall, a.hall)))
+            # a pair whose claim lost one player to another loop is skipped, its partner left queued for the
+            # next beat (a CI failure: 19 of 20 in the racing passes): one more beat seats the rest
+            made.append(await asyncio.to_thread(a.hall._pair, clock()))
             assert sum(len(m) for m in made) == 20
             with a.hall.engine.connect() as conn:
                 seated = [r[0] for r in conn.execute(select(schema.lobby_seats.c.player_id))]
