@@ -30,6 +30,7 @@ from tablehall.client import Client, Result, SeatClient, ServiceUnreachable, Tab
 from tablehall.typed_bots import IN_PROGRESS, choose_typed
 from workers import event_loop
 from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats, names
+from workers.sql.writer_fork import FORK_SERVER_NAME, WRITER_NAME
 
 PLAYERS = {game: list("ABCD")[: fewest_seats(game)] for game in names()}
 DECISION_LIMIT_S = 30.0
@@ -93,20 +94,24 @@ def cpu_seconds(root: int | None) -> dict[str, float]:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
             for task in Path(f"/proc/{pid}/task").iterdir():
                 pending += [int(child) for child in (task / "children").read_text().split()]
         except OSError:
             continue
         words = [a.decode(errors="replace") for a in argv]
-        name = "gateway" if pid == root else _role(words) or str(pid)
+        name = "gateway" if pid == root else _role(words, comm) or str(pid)
         out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return out
 
 
-def _role(words: list[str]) -> str:
-    """A child's name in the figures: a worker by its arguments, a pool process (ratings, pairing) as such."""
-    if "workers.sql.writer_child" in words:
+def _role(words: list[str], comm: str) -> str:
+    """A child's name in the figures: a worker by its arguments, a pool process (ratings, pairing) as such,
+    the log's writers (forks of a serving process: by their /proc comm) as such."""
+    if "workers.sql.writer_child" in words or comm == WRITER_NAME:
         return "log writer"
+    if comm == FORK_SERVER_NAME:
+        return "log writer fork server"
     if any("multiprocessing.resource_tracker" in w for w in words):
         return "pool tracker"
     if any("multiprocessing" in w for w in words):

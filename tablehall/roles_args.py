@@ -97,12 +97,15 @@ def run_serve(args: argparse.Namespace) -> int:
     from gateway.web import DEFAULT_WEB_PORT, WebSettings
     from tablehall.serve import serve, settings
     from workers import event_loop
+    from workers.settings import fork_log_writers
 
     host, port = settings(args.host, args.port)
     web = WebSettings.of(args.web_port, args.cors_origins, DEFAULT_WEB_PORT if port else 0)
     if cannot_listen("serve", host, port):
         return EXIT_CANNOT_START
     tls = server_tls(args)
+    if not args.workers:
+        fork_log_writers(args.database_url)
     event_loop.run(serve(host, port, args.workers or 0, args.database_url, args.metrics_port, web, tls))
     return 0
 

@@ -55,3 +55,22 @@ async def open_storage(url: str | None) -> Storage:
     from workers.sql.storage import SqlStorage
 
     return await SqlStorage.open(url)
+
+
+def fork_log_writers(url: str | None) -> None:
+    """For `tablehall serve` writing its log to a database: fork the writers' fork server now, while the
+    process has one thread (`writer_fork`), so that its writer is a process. Not for `tablehall worker`:
+    there it cost the rolling restart's hand-offs and starts, for no gain on a machine whose cores the
+    workers fill (README, Speed). Unless TABLEHALL_LOG_WRITER=thread; a URL that cannot be used is left for
+    the storage's opening to report."""
+    from workers.sql.engine import database_url
+
+    url = url or database_url()
+    if url == MEMORY or os.environ.get("TABLEHALL_LOG_WRITER", "").strip().lower() == "thread":
+        return
+    from workers.sql import writer_child, writer_fork
+
+    try:
+        writer_fork.start(url, writer_child.run)
+    except Exception:  # the storage's opening says what is wrong with the URL, as without this
+        return

@@ -4,6 +4,7 @@ same in the writer thread (`batching.GroupCommitter` in the serving process) and
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 from sqlalchemy import Connection, Engine
@@ -28,6 +29,13 @@ class LogWriter:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._held: Connection | None = None
+
+    def connect(self) -> None:
+        """Hold a connection now, before the first batch (a writer process does while its serving process
+        still starts); if the database cannot be reached yet, the first batch connects."""
+        if self._held is None:
+            with contextlib.suppress(Exception):
+                self._held = self.engine.connect()
 
     def apply(self, ops: Sequence[Op]) -> list[object]:
         def once() -> list[object]:

@@ -45,14 +45,21 @@ class SqlStorage:
         self.url = url
         self.engine: Engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
         writing = writing_engine(url, sqlite_synchronous)
-        if upgrade:
-            retry_locked(lambda: migrate(url, writing))
         self._writer: Committer
         self._log_writer: LogWriter | None = None
         """The writer thread's connection (None: the writer is a process of its own)."""
-        if writer_in_process():
+        child = ProcessCommitter(url, sqlite_synchronous, max_batch) if writer_in_process() else None
+        """Started first: a writer process connects while the schema is checked."""
+        try:
+            if upgrade:
+                retry_locked(lambda: migrate(url, writing))
+        except BaseException:
+            if child is not None:
+                child.close()
+            raise
+        if child is not None:
             writing.dispose()
-            self._writer = ProcessCommitter(url, sqlite_synchronous, max_batch)
+            self._writer = child
         else:
             self._log_writer = LogWriter(writing)
             self._writer = GroupCommitter(self._log_writer.apply, max_batch=max_batch)

@@ -43,7 +43,7 @@ def _sendable(outcome: object) -> object:
     return outcome
 
 
-def _child(fd: int) -> None:
+def run(fd: int) -> None:
     """Read ops until the socket closes, commit them in groups, answer each batch."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the serving process decides when this one ends:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # it closes the socket, and we end after the last batch
@@ -79,6 +79,7 @@ def _committer(
 ) -> _ChildCommitter:
     """The writer's engine and group commit (imported here: the child answers nothing before its config)."""
     writer = LogWriter(writing_engine(url, synchronous))
+    writer.connect()
     committer = _ChildCommitter(writer.apply, max_batch=max_batch, name="tablehall-log-writer")
     committer.sock, committer.numbers = sock, numbers
     committer.writer = writer
@@ -87,4 +88,4 @@ def _committer(
 
 if __name__ == "__main__":
     threading.current_thread().name = "tablehall-log-writer-reader"
-    _child(int(sys.argv[1]))
+    run(int(sys.argv[1]))

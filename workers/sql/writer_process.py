@@ -14,11 +14,11 @@ with any write whose answer was lost. If the child dies, every op waiting on it 
 (its outcome unknown: the match actor reads the log, as after any failed commit) and the next op starts a
 new child. The child ends when its socket closes: the serving process stopped, or was killed.
 
-TABLEHALL_LOG_WRITER=process chooses it; the default is still the writer thread. It gives +8–10 %
-commands/s in `tablehall bench service` on SQLite, but the child's start (a Python process importing
-SQLAlchemy, ~0.5 s of CPU) comes with every storage opened: a test suite opens hundreds, and a new worker's
-first claims waited for it (as the default of the serving roles, `tablehall bench roll` held a moving
-partition's calls up to 2.5 s at p99 against ≤ 150 ms with the thread; README, Speed).
+Where it starts: `tablehall serve` (gateway and worker in one interpreter, whose lock a writer thread shares)
+forks a fork server at its start (`writer_fork`), and its writers are forks of that, up in milliseconds;
+that makes the writer process its default. Anywhere else (`tablehall worker`, a library user, the tests'
+storages) the writer thread stays the default, and a writer process is a new Python process importing
+SQLAlchemy (~0.5 s of CPU). TABLEHALL_LOG_WRITER=thread or =process chooses either everywhere.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import subprocess
 import sys
 from typing import Any, Protocol
 
+from workers.sql import writer_fork
 from workers.sql.batching import Op, Stats
 
 log = logging.getLogger(__name__)
@@ -57,11 +58,13 @@ class Committer(Protocol):
 
 
 def writer_in_process() -> bool:
-    """TABLEHALL_LOG_WRITER: `thread` (the default) or `process`."""
-    chosen = os.environ.get("TABLEHALL_LOG_WRITER", "thread").strip().lower()
-    if chosen not in ("process", "thread"):
-        log.warning("TABLEHALL_LOG_WRITER=%.40r is neither thread nor process: the writer runs as a thread", chosen)
-    return chosen == "process"
+    """TABLEHALL_LOG_WRITER: `thread` or `process`; unset, a process where a fork server runs, else a thread."""
+    chosen = os.environ.get("TABLEHALL_LOG_WRITER", "").strip().lower()
+    if chosen in ("process", "thread"):
+        return chosen == "process"
+    if chosen:
+        log.warning("TABLEHALL_LOG_WRITER=%.40r is neither thread nor process: the default is kept", chosen)
+    return writer_fork.running() is not None
 
 
 def frame(value: object) -> bytes:
@@ -95,20 +98,25 @@ class ProcessCommitter:
         self._unsent = bytearray()
         self._inbox = bytearray()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._child: subprocess.Popen[bytes] | None = None
+        self._child: subprocess.Popen[bytes] | writer_fork.Forked | None = None
         self._sock: socket.socket | None = None
         self._closed = False
         self._start()
 
     def _start(self) -> None:
         ours, theirs = socket.socketpair()
-        self._child = subprocess.Popen(
-            [sys.executable, "-m", "workers.sql.writer_child", str(theirs.fileno())],
-            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        server = writer_fork.running()
+        self._child = server.fork(theirs.fileno()) if server is not None else None
+        if self._child is None:
+            self._child = subprocess.Popen(
+                [sys.executable, "-m", "workers.sql.writer_child", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+            )  # fmt: skip
         theirs.close()
+        with contextlib.suppress(OSError):  # a child that is gone already: its reader meets the end
+            ours.sendall(frame(self._config))  # now, into an empty socket: it connects while we go on
         ours.setblocking(False)
-        self._sock, self._inbox, self._unsent = ours, bytearray(), bytearray(frame(self._config))
+        self._sock, self._inbox, self._unsent = ours, bytearray(), bytearray()
         self._loop = None  # the reader is registered on the loop of the next submit
 
     async def submit(self, op: Op) -> Any:

@@ -1,0 +1,181 @@
+"""`tablehall serve`'s log writer: a fork of the fork server it forked at its start (workers/sql/writer_fork.py),
+the serving role's default, on a real database file and on PostgreSQL. Stopped with SIGTERM, the serving
+process commits what it acknowledged, ends its writer and fork server, and exits 0; killed -9, it leaves
+neither behind and loses nothing acknowledged; a writer killed -9 is forked again and play goes on; with
+the fork server gone too, the next writer starts as a new Python process and play goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO
+
+import grpc
+import pytest
+
+from tablehall.client import Client, SeatClient, TablehallError
+from tablehall.typed_bots import choose_typed
+from tests.durability import DB_BACKENDS, REPO, database
+from tests.processes import stop_process
+from tests.writer_processes import BOUND_S, children, descendants, ended, logged, outlived_by_none
+from workers.sql.writer_fork import FORK_SERVER_NAME, WRITER_NAME
+
+
+@pytest.fixture(params=DB_BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> object:
+    with database(request.param, tmp_path) as url:
+        yield url
+
+
+def _serve(url: str, said: IO[str]) -> tuple[subprocess.Popen[str], str]:
+    """`tablehall serve` as a user starts it (no writer setting); what it says on stderr goes to `said` (a
+    file: a pipe nobody reads while the test plays could fill and stop it)."""
+    command = [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0", "--web-port", "off"]
+    env = {k: v for k, v in os.environ.items() if k != "TABLEHALL_LOG_WRITER"}
+    server = subprocess.Popen(
+        [*command, "--database-url", url], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=said, text=True
+    )
+    assert server.stdout is not None
+    line = server.stdout.readline()
+    assert "serving on" in line, line
+    return server, line.split()[3]
+
+
+def _named(server: subprocess.Popen[str], name: str) -> list[int]:
+    return [pid for pid, comm in descendants(server.pid).items() if comm == name]
+
+
+class _Table:
+    """Matches played by one client, each command's acknowledged change kept per match."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.rng = random.Random(16)
+        self.seats: dict[str, list[SeatClient]] = {}
+        self.acked: dict[str, int] = {}
+        self.refused = 0
+
+    async def open(self, matches: int) -> None:
+        for _ in range(matches):
+            created = await self.client.create_match("spectacular-bid", ["Ana", "Bia"])
+            self.seats[created.match_id] = [self.client.seat(created.match_id, t) for t in created.tokens]
+            self.acked[created.match_id] = 0
+
+    async def play(self, moves: int) -> None:
+        """Each seat of each match, `moves` times; a change the service could not store is sent again (once)."""
+        for match_id, seats in self.seats.items():
+            for _ in range(moves):
+                for seat in seats:
+                    for _attempt in range(2):
+                        try:
+                            await self._move(match_id, seat)
+                            break
+                        except TablehallError as refused:
+                            assert refused.status == grpc.StatusCode.UNAVAILABLE and not self.refused, refused
+                            self.refused += 1
+
+    async def _move(self, match_id: str, seat: SeatClient) -> None:
+        action = choose_typed((await seat.typed_view())[1], self.rng)
+        if action is not None:
+            self.acked[match_id] = (await seat.act(action))[0]
+
+
+def _durable(url: str, acked: dict[str, int]) -> None:
+    for match_id, seqs in logged(url, acked).items():
+        assert acked[match_id] > 0 and seqs[-1] >= acked[match_id], f"{match_id}: an acknowledged change was lost"
+
+
+def _said(said: IO[str]) -> str:
+    said.seek(0)
+    return said.read()
+
+
+def test_serve_stopped_with_sigterm_commits_what_it_acknowledged_and_ends_its_writer(db_url: str) -> None:
+    async def play(address: str) -> dict[str, int]:
+        async with Client(address) as client:
+            table = _Table(client)
+            await table.open(4)
+            await table.play(6)
+            return table.acked
+
+    with tempfile.TemporaryFile("w+") as said:
+        server, address = _serve(db_url, said)
+        try:
+            acked = asyncio.run(asyncio.wait_for(play(address), BOUND_S))
+            forks = descendants(server.pid)
+            assert WRITER_NAME in forks.values() and FORK_SERVER_NAME in forks.values(), forks
+            assert not any(b"writer_child" in Path(f"/proc/{p}/cmdline").read_bytes() for p in forks), "not forked"
+            server.send_signal(signal.SIGTERM)
+            server.communicate(timeout=BOUND_S)
+        finally:
+            stop_process(server)
+        errors = _said(said)
+    assert server.returncode == 0, errors[-2000:]
+    assert "Traceback" not in errors, errors[-2000:]
+    outlived_by_none(forks)
+    _durable(db_url, acked)
+
+
+def test_serve_killed_leaves_neither_fork_server_nor_writer_and_loses_nothing_acknowledged(db_url: str) -> None:
+    async def play(address: str) -> dict[str, int]:
+        async with Client(address) as client:
+            table = _Table(client)
+            await table.open(4)
+            await table.play(6)
+            return table.acked
+
+    with tempfile.TemporaryFile("w+") as said:
+        server, address = _serve(db_url, said)
+        try:
+            acked = asyncio.run(asyncio.wait_for(play(address), BOUND_S))
+            forks = descendants(server.pid)
+            assert sorted(forks.values()) == [WRITER_NAME, FORK_SERVER_NAME], forks
+            server.send_signal(signal.SIGKILL)
+            assert server.wait(BOUND_S) == -signal.SIGKILL
+        finally:
+            stop_process(server)
+    outlived_by_none(forks)
+    _durable(db_url, acked)
+
+
+@pytest.mark.parametrize("also_the_fork_server", [False, True], ids=["writer", "writer-and-fork-server"])
+def test_a_killed_writer_is_started_again_and_play_goes_on(db_url: str, also_the_fork_server: bool) -> None:
+    """The writer killed -9 between commands: at most one command is refused (UNAVAILABLE, send it again),
+    the next is written by a new writer (a fork again; with the fork server killed too, a new process)."""
+    with tempfile.TemporaryFile("w+") as said:
+        server, address = _serve(db_url, said)
+        try:
+            asyncio.run(asyncio.wait_for(_kill_between_moves(server, address, db_url, also_the_fork_server), BOUND_S))
+            assert server.poll() is None, _said(said)[-2000:]
+        finally:
+            stop_process(server)
+        assert "Traceback" not in _said(said)
+
+
+async def _kill_between_moves(
+    server: subprocess.Popen[str], address: str, url: str, also_the_fork_server: bool
+) -> None:
+    async with Client(address) as client:
+        table = _Table(client)
+        await table.open(3)
+        await table.play(3)
+        (first,) = _named(server, WRITER_NAME)
+        killed = [first, *(_named(server, FORK_SERVER_NAME) if also_the_fork_server else [])]
+        for pid in killed:
+            os.kill(pid, signal.SIGKILL)
+        await asyncio.to_thread(outlived_by_none, killed)
+        before = dict(table.acked)
+        await table.play(3)
+        assert all(table.acked[m] > before[m] for m in before), (before, table.acked)
+        if also_the_fork_server:
+            started = [p for p in children(server.pid) if b"writer_child" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            assert len(started) == 1 and not _named(server, FORK_SERVER_NAME)
+        else:
+            assert [p for p in _named(server, WRITER_NAME) if not ended(p)] not in ([], [first])
+    await asyncio.to_thread(_durable, url, table.acked)

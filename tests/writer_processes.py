@@ -1,0 +1,64 @@
+"""What the log-writer tests share: a process's descendants as /proc shows them, waiting for processes to
+end, and reading back what a database's logs hold as a fresh storage (as after a restart)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from workers.sql import SqlStorage
+
+BOUND_S = 60.0
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Every process below `pid`, with its /proc comm (a fork keeps its parent's command line)."""
+    found: dict[int, str] = {}
+    pending = children(pid)
+    while pending:
+        child = pending.pop()
+        try:
+            found[child] = Path(f"/proc/{child}/comm").read_text().strip()
+            pending += children(child)
+        except OSError:
+            continue
+    return found
+
+
+def ended(pid: int) -> bool:
+    """The process is gone (or a zombie nobody reaped: it runs no more)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def outlived_by_none(writers: Iterable[int]) -> None:
+    """Every one of these processes ends (the serving process they wrote for is gone), within the bound."""
+    writers = list(writers)
+    deadline = time.monotonic() + BOUND_S
+    while not all(ended(pid) for pid in writers) and time.monotonic() < deadline:
+        time.sleep(0.05)  # another process's exit: nothing here to wait on but its /proc entry
+    assert all(ended(pid) for pid in writers), "a writer outlived the process it wrote for"
+
+
+def logged(url: str, match_ids: Iterable[str]) -> dict[str, list[int]]:
+    """Per match, the seqs its log holds, read by a fresh storage (as after a restart)."""
+
+    async def logs() -> dict[str, list[int]]:
+        storage = await SqlStorage.open(url)
+        try:
+            return {m: [e.seq for e in await storage.log(m)] for m in match_ids}
+        finally:
+            await storage.close()
+
+    return asyncio.run(asyncio.wait_for(logs(), BOUND_S))
