@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import IO
 
@@ -179,3 +180,21 @@ async def _kill_between_moves(
         else:
             assert [p for p in _named(server, WRITER_NAME) if not ended(p)] not in ([], [first])
     await asyncio.to_thread(_durable, url, table.acked)
+
+
+def test_no_fork_server_is_forked_beside_a_running_thread(tmp_path: Path) -> None:
+    """A fork copies only the forking thread: beside another (its locks held, say), the writers start as new
+    processes instead, and a storage opened here keeps its writer thread."""
+    from workers.sql import writer_child, writer_fork
+    from workers.sql.writer_process import writer_in_process
+
+    beside = threading.Event()
+    other = threading.Thread(target=beside.wait)
+    other.start()
+    try:
+        assert writer_fork.start(f"sqlite:///{tmp_path / 'x.db'}", writer_child.run) is None
+        assert writer_fork.running() is None and FORK_SERVER_NAME not in descendants(os.getpid()).values()
+        assert not writer_in_process() or os.environ.get("TABLEHALL_LOG_WRITER") == "process"
+    finally:
+        beside.set()
+        other.join()

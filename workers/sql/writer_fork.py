@@ -91,7 +91,7 @@ def start(url: str, run_writer: Callable[[int], None]) -> ForkServer | None:
     """Fork the fork server for writers of `url`, each running `run_writer(fd)` (once; only while this
     process has one thread)."""
     global _server
-    if _server is not None or threading.active_count() != 1:
+    if _server is not None or _threads() != 1:
         return _server
     from sqlalchemy.engine import make_url
 
@@ -107,6 +107,14 @@ def start(url: str, run_writer: Callable[[int], None]) -> ForkServer | None:
     theirs.close()
     _server = ForkServer(pid, ours)
     return _server
+
+
+def _threads() -> int:
+    """This process's threads, those the interpreter did not start (a driver's, gRPC's) included."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
 
 
 def running() -> ForkServer | None:
