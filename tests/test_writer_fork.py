@@ -198,3 +198,27 @@ def test_no_fork_server_is_forked_beside_a_running_thread(tmp_path: Path) -> Non
     finally:
         beside.set()
         other.join()
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "no-pidfd"])
+def test_a_forked_writer_is_waited_for_and_killed_by_pid(pidfd: bool) -> None:
+    """`Forked` waits for a process that is not this one's child (its fork server reaps it): through a pidfd,
+    or on a kernel without them by asking after the pid; a timeout is `subprocess.TimeoutExpired`."""
+    from workers.sql.writer_fork import Forked
+
+    blocked = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    reaper = threading.Thread(target=blocked.wait)  # stands in for the fork server, which reaps its writers
+    reaper.start()
+    try:
+        forked = Forked(blocked.pid)
+        if not pidfd:
+            forked._release()
+        with pytest.raises(subprocess.TimeoutExpired):
+            forked.wait(0.05)  # it reads a pipe nobody writes to: it cannot have ended
+        forked.kill()
+        assert forked.wait(BOUND_S) is None
+        reaper.join(BOUND_S)
+        assert blocked.returncode == -signal.SIGKILL
+    finally:
+        blocked.kill()
+        reaper.join(BOUND_S)

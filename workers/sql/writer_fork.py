@@ -23,6 +23,7 @@ import socket
 import struct
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 
 log = logging.getLogger(__name__)
@@ -35,24 +36,56 @@ _server: ForkServer | None = None
 
 
 class Forked:
-    """A writer forked by the fork server: not this process's child, so it is waited for through a pidfd."""
+    """A writer forked by the fork server: not this process's child, so it is waited for through a pidfd
+    (where the kernel has none, by asking after its pid)."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
-        self._fd = os.pidfd_open(pid)
+        self._fd = -1
+        with contextlib.suppress(OSError):  # ended already (ProcessLookupError), or no pidfds here
+            self._fd = os.pidfd_open(pid)
 
     def wait(self, timeout: float | None = None) -> int | None:
         """Until the writer ended (its exit code is its reaper's: None); TimeoutExpired as `Popen.wait`."""
+        if self._fd < 0:
+            self._asked(timeout)
+            return None
         if not select.select([self._fd], [], [], timeout)[0]:
             raise subprocess.TimeoutExpired(f"writer {self.pid}", timeout or 0.0)
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-            self._fd = -1
+        self._release()
         return None
+
+    def _asked(self, timeout: float | None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._alive():
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"writer {self.pid}", timeout or 0.0)
+            time.sleep(0.01)  # no pidfd: nothing to wait on but the pid
+
+    def _alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            return True
+        return True
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):
-            signal.pidfd_send_signal(self._fd, signal.SIGKILL)
+            if self._fd >= 0:
+                signal.pidfd_send_signal(self._fd, signal.SIGKILL)
+            elif self._alive():
+                os.kill(self.pid, signal.SIGKILL)
+
+    def _release(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __del__(self) -> None:
+        self._release()
 
 
 class ForkServer:
@@ -98,7 +131,13 @@ def start(url: str, run_writer: Callable[[int], None]) -> ForkServer | None:
     make_url(url).get_dialect()  # imports the driver here, once, for every writer
     ours, theirs = socket.socketpair()
     gc.freeze()  # the forks' collector leaves the inherited objects alone: their pages stay shared
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        gc.unfreeze()
+        ours.close()
+        theirs.close()
+        raise
     if pid == 0:
         ours.close()
         _named(FORK_SERVER_NAME)
@@ -142,6 +181,7 @@ def _serve(sock: socket.socket, run_writer: Callable[[int], None]) -> None:
             os.close(fds[0])
             sock.sendall(_PID.pack(pid))
     except BaseException:
+        log.exception("the log writers' fork server failed")
         code = 1
     finally:
         os._exit(code)
