@@ -4,6 +4,8 @@ end, and reading back what a database's logs hold as a fresh storage (as after a
 from __future__ import annotations
 
 import asyncio
+import os
+import select
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,20 +37,27 @@ def descendants(pid: int) -> dict[int, str]:
 
 
 def ended(pid: int) -> bool:
-    """The process is gone (or a zombie nobody reaped: it runs no more)."""
+    """The process is gone, a zombie nobody reaped, or dead and being reaped (Z, X): it runs no more."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     except OSError:
         return True
 
 
 def outlived_by_none(writers: Iterable[int]) -> None:
-    """Every one of these processes ends (the serving process they wrote for is gone), within the bound."""
-    writers = list(writers)
+    """Every one of these processes ends (the serving process they wrote for is gone), within the bound:
+    each waited for through a pidfd, readable once the process has exited (not this one's child)."""
     deadline = time.monotonic() + BOUND_S
-    while not all(ended(pid) for pid in writers) and time.monotonic() < deadline:
-        time.sleep(0.05)  # another process's exit: nothing here to wait on but its /proc entry
-    assert all(ended(pid) for pid in writers), "a writer outlived the process it wrote for"
+    for pid in writers:
+        try:
+            watched = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue  # gone already
+        try:
+            select.select([watched], [], [], max(0.0, deadline - time.monotonic()))
+        finally:
+            os.close(watched)
+        assert ended(pid), "a writer outlived the process it wrote for"
 
 
 def logged(url: str, match_ids: Iterable[str]) -> dict[str, list[int]]:

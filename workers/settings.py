@@ -66,9 +66,13 @@ def fork_log_writers(url: str | None) -> None:
     from workers.sql.engine import database_url
 
     url = url or database_url()
-    if url == MEMORY or os.environ.get("TABLEHALL_LOG_WRITER", "").strip().lower() == "thread":
+    if url == MEMORY:
         return
     from workers.sql import writer_child, writer_fork
+    from workers.sql.writer_process import chosen_writer
+
+    if chosen_writer() == "thread":
+        return
 
     try:
         writer_fork.start(url, writer_child.run)

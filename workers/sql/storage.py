@@ -48,8 +48,8 @@ class SqlStorage:
         self._writer: Committer
         self._log_writer: LogWriter | None = None
         """The writer thread's connection (None: the writer is a process of its own)."""
+        # a writer process starts first: it connects while the schema is checked
         child = ProcessCommitter(url, sqlite_synchronous, max_batch) if writer_in_process() else None
-        """Started first: a writer process connects while the schema is checked."""
         try:
             if upgrade:
                 retry_locked(lambda: migrate(url, writing))

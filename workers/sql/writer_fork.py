@@ -98,7 +98,8 @@ class ForkServer:
         self._gone = False
 
     def fork(self, fd: int) -> Forked | None:
-        """A writer on `fd`; None if the fork server is gone (the caller starts a writer the slow way)."""
+        """A writer on `fd`; None if the fork server is gone (the caller starts a writer the slow way). It
+        blocks for the fork (milliseconds): on the event loop only when a writer died and the next op needs one."""
         with self._lock:
             if self._gone:
                 return None

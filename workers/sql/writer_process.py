@@ -57,14 +57,20 @@ class Committer(Protocol):
     def close(self) -> None: ...
 
 
-def writer_in_process() -> bool:
-    """TABLEHALL_LOG_WRITER: `thread` or `process`; unset, a process where a fork server runs, else a thread."""
+def chosen_writer() -> str | None:
+    """TABLEHALL_LOG_WRITER: `thread`, `process`, or None (unset, or neither: the default is kept)."""
     chosen = os.environ.get("TABLEHALL_LOG_WRITER", "").strip().lower()
     if chosen in ("process", "thread"):
-        return chosen == "process"
+        return chosen
     if chosen:
         log.warning("TABLEHALL_LOG_WRITER=%.40r is neither thread nor process: the default is kept", chosen)
-    return writer_fork.running() is not None
+    return None
+
+
+def writer_in_process() -> bool:
+    """As chosen; by default a process where a fork server runs (`tablehall serve`), else a thread."""
+    chosen = chosen_writer()
+    return chosen == "process" if chosen else writer_fork.running() is not None
 
 
 def frame(value: object) -> bytes:
