@@ -1,8 +1,9 @@
 """`tablehall serve`'s log writer: a fork of the fork server it forked at its start (workers/sql/writer_fork.py),
 the serving role's default, on a real database file and on PostgreSQL. Stopped with SIGTERM, the serving
 process commits what it acknowledged, ends its writer and fork server, and exits 0; killed -9, it leaves
-neither behind and loses nothing acknowledged; a writer killed -9 is forked again and play goes on; with
-the fork server gone too, the next writer starts as a new Python process and play goes on."""
+neither behind and loses nothing acknowledged; restarted after either, it shows every acknowledged change;
+a writer killed -9 is forked again and play goes on; with the fork server gone too, the next writer starts
+as a new Python process and play goes on."""
 
 from __future__ import annotations
 
@@ -55,21 +56,26 @@ def _named(server: subprocess.Popen[str], name: str) -> list[int]:
 class _Table:
     """Matches played by one client, each command's acknowledged change kept per match."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, may_refuse: int = 0) -> None:
         self.client = client
         self.rng = random.Random(16)
         self.seats: dict[str, list[SeatClient]] = {}
+        self.tokens: dict[str, str] = {}
+        """Per match, its first seat's token (to look at it again after a restart)."""
         self.acked: dict[str, int] = {}
+        self.may_refuse = may_refuse
+        """Commands that may be refused UNAVAILABLE (a writer killed under them), each sent again once."""
         self.refused = 0
 
     async def open(self, matches: int) -> None:
         for _ in range(matches):
             created = await self.client.create_match("spectacular-bid", ["Ana", "Bia"])
             self.seats[created.match_id] = [self.client.seat(created.match_id, t) for t in created.tokens]
+            self.tokens[created.match_id] = created.tokens[0]
             self.acked[created.match_id] = 0
 
     async def play(self, moves: int) -> None:
-        """Each seat of each match, `moves` times; a change the service could not store is sent again (once)."""
+        """Each seat of each match, `moves` times; a refused change (`may_refuse`) is sent again, once."""
         for match_id, seats in self.seats.items():
             for _ in range(moves):
                 for seat in seats:
@@ -78,7 +84,8 @@ class _Table:
                             await self._move(match_id, seat)
                             break
                         except TablehallError as refused:
-                            assert refused.status == grpc.StatusCode.UNAVAILABLE and not self.refused, refused
+                            assert refused.status == grpc.StatusCode.UNAVAILABLE, refused
+                            assert self.refused < self.may_refuse, refused
                             self.refused += 1
 
     async def _move(self, match_id: str, seat: SeatClient) -> None:
@@ -97,12 +104,21 @@ def _said(said: IO[str]) -> str:
     return said.read()
 
 
-async def _played(address: str) -> dict[str, int]:
+async def _played(address: str) -> tuple[dict[str, int], dict[str, str]]:
+    """Per match, the newest change acknowledged, and a seat's token."""
     async with Client(address) as client:
         table = _Table(client)
         await table.open(4)
         await table.play(6)
-        return table.acked
+        return table.acked, table.tokens
+
+
+async def _seen_again(address: str, acked: dict[str, int], tokens: dict[str, str]) -> None:
+    """After a restart, each match's seat sees at least every change acknowledged before it."""
+    async with Client(address) as client:
+        for match_id, seq in acked.items():
+            seen, _ = await client.seat(match_id, tokens[match_id]).typed_view()
+            assert seen >= seq, f"{match_id}: change {seq} acknowledged before the restart, {seen} after"
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "kill-9"])
@@ -112,7 +128,7 @@ def test_serve_stopped_ends_its_fork_server_and_writer_and_loses_nothing_acknowl
     with tempfile.TemporaryFile("w+") as said:
         server, address = _serve(db_url, said)
         try:
-            acked = asyncio.run(asyncio.wait_for(_played(address), BOUND_S))
+            acked, tokens = asyncio.run(asyncio.wait_for(_played(address), BOUND_S))
             forks = {pid: comm for pid, comm in descendants(server.pid).items() if comm.startswith(WRITER_NAME)}
             assert sorted(forks.values()) == [WRITER_NAME, FORK_SERVER_NAME], forks
             assert not any(b"writer_child" in Path(f"/proc/{p}/cmdline").read_bytes() for p in forks), "not forked"
@@ -125,6 +141,12 @@ def test_serve_stopped_ends_its_fork_server_and_writer_and_loses_nothing_acknowl
     assert "Traceback" not in errors, errors[-2000:]
     outlived_by_none(forks)
     _durable(db_url, acked)
+    with tempfile.TemporaryFile("w+") as said:
+        again, address = _serve(db_url, said)
+        try:
+            asyncio.run(asyncio.wait_for(_seen_again(address, acked, tokens), BOUND_S))
+        finally:
+            stop_process(again)
 
 
 @pytest.mark.parametrize("also_the_fork_server", [False, True], ids=["writer", "writer-and-fork-server"])
@@ -145,7 +167,7 @@ async def _kill_between_moves(
     server: subprocess.Popen[str], address: str, url: str, also_the_fork_server: bool
 ) -> None:
     async with Client(address) as client:
-        table = _Table(client)
+        table = _Table(client, may_refuse=1)
         await table.open(3)
         await table.play(3)
         (first,) = _named(server, WRITER_NAME)
