@@ -40,6 +40,12 @@ class Player:
         return "1"
 
 
+def _around(text: str, line: str) -> list[str]:
+    """What the terminal showed around each place `line` was typed (a failure's evidence: the tail of the
+    whole transcript missed the place once, in a CI run)."""
+    return [text[max(0, at - 400) : at + 600] for at in (m.start() for m in re.finditer(re.escape(line), text))]
+
+
 def one_letter(card: str) -> str:
     return card[:-1] + LETTERS[card[-1]].upper()
 
@@ -66,7 +72,7 @@ def test_a_whole_501_game_typed_as_shown_with_each_hand_summed_up() -> None:
         assert f"> {typed}" in text
         # told as played, unless it closed the hand: the scored view no longer shows that last trick
         told = rf"^> {re.escape(typed)}( m)?\n(You announce .*\n)?(You play {re.escape(as_shown)}$|Hand \d+ over — )"
-        assert re.search(told, text, re.M), (typed, text[-3000:])
+        assert re.search(told, text, re.M), (typed, _around(text, f"> {typed}"))
     for declared in player.declared:
         assert f"You declare {declared}" in text
     outcome = record_outcome(record)
