@@ -57,7 +57,7 @@ def outlived_by_none(writers: Iterable[int]) -> None:
             select.select([watched], [], [], max(0.0, deadline - time.monotonic()))
         finally:
             os.close(watched)
-        assert ended(pid), "a writer outlived the process it wrote for"
+        assert ended(pid), f"process {pid} outlived the process it worked for"
 
 
 def logged(url: str, match_ids: Iterable[str]) -> dict[str, list[int]]:

@@ -4,15 +4,21 @@ would hold the GIL the match clocks need (a 1,000-player Swiss round 1 paired in
 
 A pool is made on first use with the `spawn` start method (a fork of a process running gRPC and threads is
 unsafe), one process at nice `NICE`: the cores belong to the clocks first. A pool that broke (its process
-died) is replaced on the next call; the caller sees `BrokenProcessPool` once. A Celery worker's (daemonic)
-process may start no process of its own and runs no clock: there the work runs in a thread.
+died) is replaced on the next call; the caller sees `BrokenProcessPool` once. A pool's process ends with the
+process that made it, even one killed -9 (which shuts no pool down: its process would live on, an orphan
+holding memory and database connections). A Celery worker's (daemonic) process may start no process of its
+own and runs no clock: there the work runs in a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import multiprocessing
 import os
+import select
+import signal
+import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -35,7 +41,8 @@ async def run(kind: str, work: Callable[..., T], *args: Any) -> T:
     pool = _pools.get(kind)
     if pool is None:
         spawn = multiprocessing.get_context("spawn")
-        pool = _pools[kind] = ProcessPoolExecutor(1, mp_context=spawn, initializer=os.nice, initargs=(NICE,))
+        made = ProcessPoolExecutor(1, mp_context=spawn, initializer=pool_process, initargs=(os.getpid(),))
+        pool = _pools[kind] = made
     try:
         return await asyncio.get_running_loop().run_in_executor(pool, work, *args)
     except BrokenProcessPool:
@@ -43,6 +50,41 @@ async def run(kind: str, work: Callable[..., T], *args: Any) -> T:
             del _pools[kind]
         pool.shutdown(wait=False, cancel_futures=True)
         raise
+
+
+def pool_process(parent: int, pidfd: bool = True) -> None:
+    """A pool process's start: a lower priority, and its end bound to `parent`'s."""
+    os.nice(NICE)
+    ends_with(parent, pidfd)
+
+
+def ends_with(parent: int, pidfd: bool = True) -> None:
+    """End this process as soon as `parent` has ended: a thread waits on a pidfd of it, or, on a kernel
+    without pidfds (`pidfd` False), the kernel sends SIGTERM when the thread that made this process ends (the
+    parent's event loop thread, where `run` submits)."""
+    watched = None
+    if pidfd:
+        try:
+            watched = os.pidfd_open(parent)
+        except ProcessLookupError:
+            os._exit(0)
+        except OSError:  # no pidfds here
+            watched = None
+    if watched is None:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:  # it ended before the watch began
+        os._exit(0)
+    if watched is not None:
+        threading.Thread(target=_exit_once_readable, args=(watched,), name="parent-watch", daemon=True).start()
+
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal this process gets when its parent thread ends."""
+
+
+def _exit_once_readable(watched: int) -> None:
+    select.select([watched], [], [])  # a pidfd turns readable when its process has ended
+    os._exit(0)
 
 
 def shutdown() -> None:
