@@ -23,14 +23,13 @@ from typing import Any
 
 from openskill.models import PlackettLuce
 from sqlalchemy import Connection, Engine, Integer, bindparam, func, select
+from sqlalchemy.dialects import postgresql, sqlite
 
 from ratings import holds
 from ratings import models as r
 from workers import metrics
 from workers.sql import models as m
 from workers.sql.ended import ended, statuses
-from workers.sql.models import rows
-from workers.sql.writes import upsert
 
 MODEL = PlackettLuce()
 DEFAULT_MU = MODEL.mu
@@ -125,7 +124,9 @@ def observe(rated: Rated) -> str:
 
 
 def rate(engine: Engine, match_id: str, now: int | None = None) -> Rated:
-    """Rate one match once, at `now` (the clock's reading when None), recording no metric."""
+    """Rate one match once, at `now` (the clock's reading when None), recording no metric. Everything is read
+    first, outside the write transaction, which is kept short: on SQLite it holds the one write lock the
+    match log's writer needs for every command, and the pool that rates runs at a low priority."""
     at = now_ms() if now is None else now
     with _read_only(engine) as conn, conn.begin():
         done = conn.execute(select(r.rated_matches.c.match_id).where(r.rated_matches.c.match_id == match_id))
@@ -142,59 +143,56 @@ def rate(engine: Engine, match_id: str, now: int | None = None) -> Rated:
         if held is not None:
             return Rated("held", until_unix_ms=held.until_unix_ms)
         found = load(conn, match_id)
-    return apply(engine, found, at)
+        ready_ms = _ready_ms(conn, found) if found.ranks is not None else None
+    return apply(engine, found, at, ready_ms)
 
 
-def apply(engine: Engine, found: Finished, now: int | None = None) -> Rated:
+def _ready_ms(conn: Connection, found: Finished) -> int:
+    """When the match could first be rated (see `apply`), read before its write transaction: a rating of the
+    same players committed in between moves only this lag figure."""
+    return max(
+        found.ended_unix_ms,
+        holds.shown_from(conn, found.match_id) or 0,
+        holds.released_ms(conn, found.match_id, found.ended_unix_ms),
+        holds.last_rated_ms(conn, found.game, sorted(set(found.player_ids))),
+    )
+
+
+def apply(engine: Engine, found: Finished, now: int | None = None, ready_ms: int | None = None) -> Rated:
     """Apply a finished match's ranks (the marker first: at most once). The lag is counted from when it could
     first be rated: its end, its result shown to the public, its players' tournaments' hidden results shown
-    (ratings/holds.py `released_ms`), or its players' previous rating, the latest."""
+    (ratings/holds.py `released_ms`), or its players' previous rating, the latest (`ready_ms`; read here
+    when not given). The transaction runs five statements, built once per dialect."""
     now = now_ms() if now is None else now
+    if found.ranks is not None and ready_ms is None:
+        with _read_only(engine) as conn, conn.begin():
+            ready_ms = _ready_ms(conn, found)
     with engine.connect() as conn, conn.begin():
-        marker = upsert(conn, r.rated_matches).values(
-            match_id=found.match_id, game=found.game, result="rated" if found.ranks else "skipped", rated_unix_ms=now
-        )
-        if conn.execute(marker.on_conflict_do_nothing().returning(r.rated_matches.c.match_id)).first() is None:
+        writes = _writes(conn.dialect.name)
+        marker = {"match_id": found.match_id, "game": found.game, "rated_unix_ms": now}
+        if conn.execute(writes.marker, marker | {"result": "rated" if found.ranks else "skipped"}).first() is None:
             return Rated("already")
         if found.ranks is None:
             return Rated("skipped")
         ids = sorted(set(found.player_ids))
-        fresh_rows = [
-            {
-                "player_id": pid, "game": found.game, "mu": DEFAULT_MU, "sigma": DEFAULT_SIGMA,
-                "ordinal": ordinal(DEFAULT_MU, DEFAULT_SIGMA), "games": 0, "updated_unix_ms": now,
-            }
-            for pid in ids
-        ]
-        ready_ms = max(
-            found.ended_unix_ms,
-            holds.shown_from(conn, found.match_id) or 0,
-            holds.released_ms(conn, found.match_id, found.ended_unix_ms),
-            holds.last_rated_ms(conn, found.game, ids),
-        )
-        conn.execute(upsert(conn, r.ratings).on_conflict_do_nothing(), fresh_rows)
-        t = r.ratings
-        query = (
-            select(t.c.player_id, t.c.mu, t.c.sigma, t.c.games)
-            .where(t.c.game == found.game, t.c.player_id.in_(ids))
-            .order_by(t.c.player_id)
-        )
-        if conn.dialect.name == "postgresql":
-            query = query.with_for_update()
-        current = {pid: (mu, sigma, games) for pid, mu, sigma, games in rows(conn, query)}
+        fresh = dict(mu=DEFAULT_MU, sigma=DEFAULT_SIGMA, ordinal=ordinal(DEFAULT_MU, DEFAULT_SIGMA), games=0)
+        conn.execute(writes.fresh, [fresh | {"player_id": p, "game": found.game, "updated_unix_ms": now} for p in ids])
+        found_now: Any = conn.execute(writes.current, {"g": found.game, "ids": ids})
+        current: dict[int, tuple[float, float, int]] = {p: (mu, sigma, n) for p, mu, sigma, n in found_now}
         before = [current[pid][:2] for pid in found.player_ids]
         after = rate_ranks(before, found.ranks)
-        for seat, pid in enumerate(found.player_ids):
-            mu, sigma = after[seat]
-            conn.execute(
-                t.update()
-                .where(t.c.player_id == pid, t.c.game == found.game)
-                .values(
-                    mu=mu, sigma=sigma, ordinal=ordinal(mu, sigma), games=current[pid][2] + 1, updated_unix_ms=now
-                )
-            )
         conn.execute(
-            r.rating_history.insert(),
+            writes.update,
+            [
+                {
+                    "b_pid": pid, "b_game": found.game, "b_mu": mu, "b_sigma": sigma, "b_ordinal": ordinal(mu, sigma),
+                    "b_games": current[pid][2] + 1, "b_at": now,
+                }
+                for pid, (mu, sigma) in zip(found.player_ids, after, strict=True)
+            ],
+        )
+        conn.execute(
+            writes.history,
             [
                 {
                     "match_id": found.match_id, "player_id": pid, "game": found.game, "rank": found.ranks[seat],
@@ -206,6 +204,42 @@ def apply(engine: Engine, found: Finished, now: int | None = None) -> Rated:
         )
     lag_s = max(0, now - ready_ms) / 1000 if ready_ms else None
     return Rated("rated", found.game, lag_s)
+
+
+@dataclass(frozen=True, slots=True)
+class _Writes:
+    """A rating's statements, built once per dialect (building them cost more than running them)."""
+
+    marker: Any
+    fresh: Any
+    current: Any
+    update: Any
+    history: Any
+
+
+@functools.cache
+def _writes(dialect: str) -> _Writes:
+    t, insert = r.ratings, (postgresql.insert if dialect == "postgresql" else sqlite.insert)
+    current = (
+        select(t.c.player_id, t.c.mu, t.c.sigma, t.c.games)
+        .where(t.c.game == bindparam("g"), t.c.player_id.in_(bindparam("ids", expanding=True)))
+        .order_by(t.c.player_id)
+    )
+    update = (
+        t.update()
+        .where(t.c.player_id == bindparam("b_pid"), t.c.game == bindparam("b_game"))
+        .values(
+            mu=bindparam("b_mu"), sigma=bindparam("b_sigma"), ordinal=bindparam("b_ordinal"),
+            games=bindparam("b_games"), updated_unix_ms=bindparam("b_at"),
+        )
+    )  # fmt: skip
+    return _Writes(
+        marker=insert(r.rated_matches).on_conflict_do_nothing().returning(r.rated_matches.c.match_id),
+        fresh=insert(t).on_conflict_do_nothing(),
+        current=current.with_for_update() if dialect == "postgresql" else current,
+        update=update,
+        history=r.rating_history.insert(),
+    )
 
 
 def backlog(engine: Engine, limit: int = 500, now: int | None = None) -> list[str]:
