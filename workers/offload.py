@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import select
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -59,18 +60,19 @@ def pool_process(parent: int, pidfd: bool = True) -> None:
 
 
 def ends_with(parent: int, pidfd: bool = True) -> None:
-    """End this process as soon as `parent` has ended: a thread waits on a pidfd of it, or, on a kernel
+    """End this process as soon as `parent` has ended: a thread waits on a pidfd of it, or, on a Linux kernel
     without pidfds (`pidfd` False), the kernel sends SIGTERM when the thread that made this process ends (the
-    parent's event loop thread, where `run` submits)."""
+    parent's event loop thread, where `run` submits). Elsewhere (not Linux) nothing watches."""
+    opener = getattr(os, "pidfd_open", None) if pidfd else None
     watched = None
-    if pidfd:
+    if opener is not None:
         try:
-            watched = os.pidfd_open(parent)
+            watched = opener(parent)
         except ProcessLookupError:
             os._exit(0)
-        except OSError:  # no pidfds here
+        except OSError:  # no pidfds in this kernel
             watched = None
-    if watched is None:
+    if watched is None and sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != parent:  # it ended before the watch began
         os._exit(0)
