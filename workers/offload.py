@@ -32,6 +32,8 @@ NICE = 10
 """The pool's process runs at a lower CPU priority than the clocks' process: on a machine short of cores the
 scheduler gives the clocks their turn first (in `bench clocks --swiss 1000` on a saturated 2-core machine a
 pool at the same priority still made timers late by up to a second)."""
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal this process gets when its parent thread ends (`ends_with`, without pidfds)."""
 _pools: dict[str, ProcessPoolExecutor] = {}
 
 
@@ -78,10 +80,6 @@ def ends_with(parent: int, pidfd: bool = True) -> None:
         os._exit(0)
     if watched is not None:
         threading.Thread(target=_exit_once_readable, args=(watched,), name="parent-watch", daemon=True).start()
-
-
-PR_SET_PDEATHSIG = 1
-"""prctl(2): the signal this process gets when its parent thread ends."""
 
 
 def _exit_once_readable(watched: int) -> None:
