@@ -298,6 +298,9 @@ async function move(page) {
   }
   try {
     if (kind) {
+      // the round's summary is on screen until both seats are ready: read it now, since the look above may
+      // have come before the page drew the round's end (seen under load: a summary missed)
+      if (kind === "ready") await noteSummary(page);
       await press(page, `button.action[data-do='${kind}']:not([disabled])`);
       if (sb && AUCTION.includes(kind)) seen.auction.push(kind);
     } else if (!(sb ? await playTile(page) : (await declare(page)) || (await playCard(page)))) return changed(page, seq, false);
