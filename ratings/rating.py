@@ -23,13 +23,13 @@ from typing import Any
 
 from openskill.models import PlackettLuce
 from sqlalchemy import Connection, Engine, Integer, bindparam, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from ratings import holds
 from ratings import models as r
 from workers import metrics
 from workers.sql import models as m
 from workers.sql.ended import ended, statuses
+from workers.sql.writes import upsert
 
 MODEL = PlackettLuce()
 DEFAULT_MU = MODEL.mu
@@ -158,17 +158,13 @@ def _ready_ms(conn: Connection, found: Finished) -> int:
     )
 
 
-def apply(engine: Engine, found: Finished, now: int | None = None, ready_ms: int | None = None) -> Rated:
+def apply(engine: Engine, found: Finished, now: int, ready_ms: int | None) -> Rated:
     """Apply a finished match's ranks (the marker first: at most once). The lag is counted from when it could
     first be rated: its end, its result shown to the public, its players' tournaments' hidden results shown
-    (ratings/holds.py `released_ms`), or its players' previous rating, the latest (`ready_ms`; read here
-    when not given). The transaction runs five statements, built once per dialect."""
-    now = now_ms() if now is None else now
-    if found.ranks is not None and ready_ms is None:
-        with _read_only(engine) as conn, conn.begin():
-            ready_ms = _ready_ms(conn, found)
+    (ratings/holds.py `released_ms`), or its players' previous rating, the latest (`ready_ms`, read by `rate`
+    before this transaction). The transaction runs five statements, built once per dialect."""
     with engine.connect() as conn, conn.begin():
-        writes = _writes(conn.dialect.name)
+        writes = _writes(conn)
         marker = {"match_id": found.match_id, "game": found.game, "rated_unix_ms": now}
         if conn.execute(writes.marker, marker | {"result": "rated" if found.ranks else "skipped"}).first() is None:
             return Rated("already")
@@ -217,9 +213,19 @@ class _Writes:
     history: Any
 
 
-@functools.cache
-def _writes(dialect: str) -> _Writes:
-    t, insert = r.ratings, (postgresql.insert if dialect == "postgresql" else sqlite.insert)
+_WRITES: dict[str, _Writes] = {}
+
+
+def _writes(conn: Connection) -> _Writes:
+    """The statements for this connection's dialect, built on its first rating."""
+    built = _WRITES.get(conn.dialect.name)
+    if built is None:
+        built = _WRITES[conn.dialect.name] = _built(conn)
+    return built
+
+
+def _built(conn: Connection) -> _Writes:
+    t, postgres = r.ratings, conn.dialect.name == "postgresql"
     current = (
         select(t.c.player_id, t.c.mu, t.c.sigma, t.c.games)
         .where(t.c.game == bindparam("g"), t.c.player_id.in_(bindparam("ids", expanding=True)))
@@ -234,9 +240,9 @@ def _writes(dialect: str) -> _Writes:
         )
     )  # fmt: skip
     return _Writes(
-        marker=insert(r.rated_matches).on_conflict_do_nothing().returning(r.rated_matches.c.match_id),
-        fresh=insert(t).on_conflict_do_nothing(),
-        current=current.with_for_update() if dialect == "postgresql" else current,
+        marker=upsert(conn, r.rated_matches).on_conflict_do_nothing().returning(r.rated_matches.c.match_id),
+        fresh=upsert(conn, t).on_conflict_do_nothing(),
+        current=current.with_for_update() if postgres else current,
         update=update,
         history=r.rating_history.insert(),
     )
