@@ -285,6 +285,24 @@ def channels(concurrency: int) -> int:
     return max(CHANNELS, -(-concurrency // MATCHES_PER_CHANNEL))
 
 
+class Spread:
+    """Which connection the next match plays on: the one with the fewest matches in flight, so that no
+    connection carries more than `MATCHES_PER_CHANNEL` (by match number, matches that ended at different
+    times left some connections with 4 or 5: their requests passed the per-connection rate and streams
+    were refused `rate_limited`, which the bench then measured)."""
+
+    def __init__(self, connections: int) -> None:
+        self.playing = [0] * connections
+
+    def take(self) -> int:
+        chosen = min(range(len(self.playing)), key=self.playing.__getitem__)
+        self.playing[chosen] += 1
+        return chosen
+
+    def give_back(self, connection: int) -> None:
+        self.playing[connection] -= 1
+
+
 async def run(
     tally: Tally,
     address: str | None,
@@ -314,17 +332,23 @@ async def run(
         with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
             task = progress.add_task("matches", total=matches)
 
-            async def gated(number: int) -> None:
+            spread = Spread(len(pool))
+
+            async def gated() -> None:
                 async with gate:
-                    await one_match(pool[number % len(pool)], game, rng, tally)
+                    connection = spread.take()
+                    try:
+                        await one_match(pool[connection], game, rng, tally)
+                    finally:
+                        spread.give_back(connection)
                 progress.advance(task)
 
             pings = asyncio.create_task(pinger(client, tally.ping_s, stop))
             started, cpu = time.perf_counter(), cpu_seconds(pid)
             try:
                 async with asyncio.TaskGroup() as playing:
-                    for number in range(matches):
-                        playing.create_task(gated(number))
+                    for _ in range(matches):
+                        playing.create_task(gated())
             finally:
                 stop.set()
                 await pings

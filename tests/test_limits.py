@@ -5,6 +5,7 @@ decision), the open-stream counts, and the settings from the environment."""
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 from hypothesis import given, settings
@@ -176,3 +177,20 @@ def test_the_defaults_leave_room_for_the_service_benchmark() -> None:
     assert MATCHES_PER_CHANNEL * 90 <= DEFAULT_RATE_PER_S
     whole_match = 2 * 450
     assert whole_match <= DEFAULT_BURST
+
+
+@given(st.integers(1, 400), st.randoms(use_true_random=False))
+def test_the_benchmark_never_puts_more_matches_on_a_connection_than_its_rate_allows(
+    concurrency: int, rng: random.Random
+) -> None:
+    """Matches end in any order; each new one goes where fewest play, so a connection never carries more
+    than `MATCHES_PER_CHANNEL` at once (by match number, ended matches left some with 4 or 5)."""
+    from tablehall.bench_service import MATCHES_PER_CHANNEL, Spread, channels
+
+    spread = Spread(channels(concurrency))
+    playing = [spread.take() for _ in range(concurrency)]
+    for _ in range(3 * concurrency):
+        spread.give_back(playing.pop(rng.randrange(len(playing))))
+        playing.append(spread.take())
+        assert max(spread.playing) <= MATCHES_PER_CHANNEL
+    assert sum(spread.playing) == concurrency
