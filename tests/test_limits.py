@@ -168,7 +168,7 @@ def test_the_defaults_leave_room_for_the_service_benchmark() -> None:
     3 seats) holds every Play stream open at once; a whole bot match (about 450 commands a seat, two seats
     on one connection) fits in one burst; the matches of one connection at full speed (~90 commands/s each,
     measured in memory at 50 and 200 in flight) stay within its sustained rate."""
-    from tablehall.bench_service import MATCHES_PER_CHANNEL, channels
+    from tablehall.bench_connections import MATCHES_PER_CHANNEL, channels
 
     for concurrency in (1, 50, 200, 1000):
         assert math.ceil(concurrency / channels(concurrency)) <= MATCHES_PER_CHANNEL
@@ -185,7 +185,7 @@ def test_the_benchmark_never_puts_more_matches_on_a_connection_than_its_rate_all
 ) -> None:
     """Matches end in any order; each new one goes where fewest play, so a connection never carries more
     than `MATCHES_PER_CHANNEL` at once (by match number, ended matches left some with 4 or 5)."""
-    from tablehall.bench_service import MATCHES_PER_CHANNEL, Spread, channels
+    from tablehall.bench_connections import MATCHES_PER_CHANNEL, Spread, channels
 
     spread = Spread(channels(concurrency))
     playing = [spread.take() for _ in range(concurrency)]
