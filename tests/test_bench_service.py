@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -29,7 +30,7 @@ def test_a_small_bench_plays_every_match_and_prints_its_figures(game: str) -> No
 
 
 @pytest.fixture
-def ctrl_c_as_at_a_terminal() -> object:
+def ctrl_c_as_at_a_terminal() -> Iterator[None]:
     """SIGINT handled in this process while the test starts the bench, so the bench does not inherit it
     ignored: a shell's background job (`.ci/run &`) ignores it, and so would every process it starts
     (seen: the bench played on after its Ctrl-C, and both cases hung to the bound)."""
