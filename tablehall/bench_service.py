@@ -393,8 +393,8 @@ def report(
         f"wall {wall:.1f} s; {ended(tally)}; calls refused: {refused} (illegal_action: the match had moved on; "
         "create: a match not created, counted and left out); "
         f"streams dropped and resumed: {dropped}; "
-        f"ping before the load: p50 {idle50 * 1000:.2f} ms, p99 {idle99 * 1000:.2f} ms; Python {sys.version.split()[0]} "
-        f"at {sys.executable} (its build matters: README, \"Which Python\")"
+        f"ping before the load: p50 {idle50 * 1000:.2f} ms, p99 {idle99 * 1000:.2f} ms; "
+        f"Python {sys.version.split()[0]} at {sys.executable} (its build matters: README, \"Which Python\")"
     )
     if tally.command_s:
         per = {name: spent * 1000 / len(tally.command_s) for name, spent in sorted(tally.cpu_s.items())}
