@@ -29,7 +29,7 @@ over the middle one every 2 of those instead of 10, so it holds fewer objects: w
 futures, gRPC operations: ~1,000 objects at 50 matches in flight), whatever the threshold, so 2,000 rather than
 700 makes a third of the passes: the serving loop's CPU a command −3 % in memory and on SQLite (the two
 settings alternated inside one `tablehall serve` under `bench service`), the middle pass at most 5 ms there,
-`tablehall bench clocks` unchanged (README, "Which Python" and the 12-06 rows)."""
+`tablehall bench clocks` unchanged (README, "The interpreter and the collector, 12-06")."""
 NEVER = 2**31 - 1
 """The oldest generation's threshold: so many young passes never come, so no full pass starts by itself."""
 
