@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import platform
 import random
 import subprocess
 import sys
@@ -394,7 +395,7 @@ def report(
         "create: a match not created, counted and left out); "
         f"streams dropped and resumed: {dropped}; "
         f"ping before the load: p50 {idle50 * 1000:.2f} ms, p99 {idle99 * 1000:.2f} ms; "
-        f"Python {sys.version.split()[0]} at {sys.executable} (its build matters: README, \"Which Python\")"
+        f"Python {platform.python_version()} at {sys.executable} (its build matters: README, \"Which Python\")"
     )
     if tally.command_s:
         per = {name: spent * 1000 / len(tally.command_s) for name, spent in sorted(tally.cpu_s.items())}

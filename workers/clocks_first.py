@@ -23,13 +23,14 @@ SWITCH_S = 0.001
 """The interpreter's thread hand-off interval (`sys.setswitchinterval`; CPython's default is 5 ms)."""
 YOUNG = (2000, 2)
 """The young generations' thresholds: a pass over the youngest every 2,000 new objects (CPython's default: 700),
-over the middle one every 2 of those instead of 10, so it holds fewer objects: with 10,000 clocks its passes took
-4.6 ms at most instead of 12.8 ms (CPU; the same total). They free the cyclic garbage a request leaves behind
-(an exception and its frames). Every young pass also walks what is in flight (each stream's coroutines,
-futures, gRPC operations: ~1,000 objects at 50 matches in flight), whatever the threshold, so 2,000 rather than
-700 makes a third of the passes: the serving loop's CPU a command −3 % in memory and on SQLite (the two
-settings alternated inside one `tablehall serve` under `bench service`), the middle pass at most 5 ms there,
-`tablehall bench clocks` unchanged (README, "The interpreter and the collector, 12-06")."""
+over the middle one every 2 of those instead of 10, so it holds fewer objects (measured with passes every 700:
+with 10,000 clocks the middle ones took 4.6 ms at most instead of 12.8 ms, the same total CPU). They free the
+cyclic garbage a request leaves behind (an exception and its frames). Every young pass also walks what is in
+flight (each stream's coroutines, futures, gRPC operations: ~1,000 objects at 50 matches in flight), whatever
+the threshold, so 2,000 rather than 700 makes a third of the passes: the serving loop's CPU a command −3 % in
+memory and on SQLite (the two settings alternated inside one `tablehall serve` under `bench service`), the
+middle pass at most 5 ms there, `tablehall bench clocks` unchanged (README, "The interpreter and the
+collector, 12-06")."""
 NEVER = 2**31 - 1
 """The oldest generation's threshold: so many young passes never come, so no full pass starts by itself."""
 
