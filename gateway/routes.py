@@ -19,7 +19,7 @@ from typing import Protocol
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from workers.dial import dial
+from workers.dial import OWN_CONNECTION, dial
 from workers.leases import LeaseTable, MemberState
 from workers.partitions import PARTITIONS
 
@@ -187,9 +187,10 @@ class LeasedRoutes:
                 await self.board.set_state(member.owner, MemberState.DOWN)
 
     async def _probe(self, address: str) -> bool:
-        """One health check; after a failure the next probe dials afresh (a channel that saw a worker die
-        would otherwise fail the one started again at its address until its reconnect backoff ends)."""
-        channel = self._probes.get(address) or self._probes.setdefault(address, dial(address))
+        """One health check; after a failure the next probe dials afresh, on a connection of its own
+        (`OWN_CONNECTION`): a channel that saw a worker die would otherwise fail the one started again at its
+        address until its reconnect backoff ends."""
+        channel = self._probes.get(address) or self._probes.setdefault(address, dial(address, OWN_CONNECTION))
         try:
             reply = await health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=self.lease_ms / 1000

@@ -20,6 +20,13 @@ RECONNECT: tuple[tuple[str, int], ...] = (
 )
 
 
+OWN_CONNECTION: tuple[tuple[str, int], ...] = (("grpc.use_local_subchannel_pool", 1),)
+"""A channel that never shares its connection with another channel of the process. gRPC keeps one
+connection per address for all of a process's channels by default, so a channel dialled afresh after a
+failure could pick up the old channel's connection while it still waits out its reconnect backoff, and fail
+at once (seen once in CI: a worker started again at a dead one's address failed its first probe)."""
+
+
 def dial(address: str, options: Sequence[tuple[str, int]] = ()) -> grpc.aio.Channel:
     """A plaintext channel to another process of the service, quick to reconnect."""
     return grpc.aio.insecure_channel(address, options=[*RECONNECT, *options])
