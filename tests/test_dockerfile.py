@@ -157,9 +157,17 @@ def test_the_build_stage_generates_the_stubs_into_the_package(tmp_path: Path) ->
             shutil.copy2(REPO / relative, src / relative)
     assert not list(src.rglob("*_pb2.py")), "the copied context must not bring stubs of its own"
     wheels = tmp_path / "wheels"
+    # The image resolves grpcio and the build's grpcio-tools in one install, so its stubs never ask for a newer
+    # grpcio than it has. Here the wheel's build would take the newest grpcio-tools while the import below uses
+    # this venv's grpcio (seen: tools 1.85.4 released after the venv got grpcio 1.85.3, the stubs refused to
+    # import): the build is held to tools no newer than the grpcio that imports them.
+    import grpc
+
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text(f"grpcio-tools<={grpc.__version__}\n")
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--quiet", "-w", str(wheels), str(src)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=600, env={**os.environ, "PIP_BUILD_CONSTRAINT": str(constraints)},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     (wheel,) = wheels.glob("tablehall-*.whl")
