@@ -28,6 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tablehall.bench_connections import Spread, channels
+from tablehall.bench_loop import LoopCounters, LoopShare
 from tablehall.client import Client, Result, SeatClient, ServiceUnreachable, TablehallError
 from tablehall.typed_bots import IN_PROGRESS, choose_typed
 from workers import event_loop
@@ -62,6 +63,8 @@ class Tally:
     idle_ping_s: list[float] = field(default_factory=list)
     cpu_s: dict[str, float] = field(default_factory=dict)
     """CPU seconds spent during the load, per process of the service and by the load generator."""
+    loop: LoopShare | None = None
+    """The serving process's event-loop thread during the load (only for a service started here, on Linux)."""
 
     def service_cpu_ms(self) -> float:
         """The service's CPU per command (every process but the load generator), in ms."""
@@ -313,7 +316,7 @@ async def run(
                 progress.advance(task)
 
             pings = asyncio.create_task(pinger(client, tally.ping_s, stop))
-            started, cpu = time.perf_counter(), cpu_seconds(pid)
+            started, cpu, loop = time.perf_counter(), cpu_seconds(pid), LoopCounters.read(pid)
             try:
                 async with asyncio.TaskGroup() as playing:
                     for _ in range(matches):
@@ -323,6 +326,7 @@ async def run(
                 await pings
             tally.wall_s = time.perf_counter() - started
             tally.cpu_s = {name: spent - cpu.get(name, 0.0) for name, spent in cpu_seconds(pid).items()}
+            tally.loop = LoopShare.over(loop, LoopCounters.read(pid), tally.wall_s, len(tally.command_s))
 
 
 def bench_service(
@@ -404,6 +408,8 @@ def report(
             + ", ".join(f"{name} {ms:.2f} ms" for name, ms in per.items())
             + f"; in all {sum(per.values()):.2f} ms (PostgreSQL's own not counted)"
         )
+    if tally.loop is not None:
+        out.print(tally.loop.words())
 
 
 def compare(tally: Tally, peer: Peer) -> None:

@@ -5,6 +5,8 @@ matches carry a decision limit that ends them. A hang fails through the bounds (
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -13,6 +15,7 @@ import pytest
 
 from gateway.server import start_gateway
 from gateway.workers import Router
+from tablehall.bench_loop import LoopCounters, LoopShare
 from tablehall.bench_service import DECISION_LIMIT_S
 from tablehall.client import Client
 from tests.test_cli_edges import run
@@ -27,6 +30,22 @@ def test_a_small_bench_plays_every_match_and_prints_its_figures(game: str) -> No
     assert ran.code == 0, ran.err[-3000:]
     assert "Traceback" not in ran.err and "4 matches played to the end" in ran.out, ran.out
     assert "command p50" in ran.out and "CPU per command" in ran.out
+    assert re.search(r"event-loop thread: [\d.]+ ms of CPU a command, on a core \d+% of the time, waiting for one "
+                     r"\d+%, preempted [\d,]+ times a second", ran.out), ran.out  # fmt: skip
+
+
+def test_the_loop_share_is_the_counters_difference_over_the_run() -> None:
+    before = LoopCounters(on_core_ns=1_000_000_000, waiting_ns=0, preempted=10)
+    after = LoopCounters(on_core_ns=2_500_000_000, waiting_ns=200_000_000, preempted=410)
+    share = LoopShare.over(before, after, wall_s=2.0, commands=3_000)
+    assert share == LoopShare(cpu_ms_per_command=0.5, on_core=0.75, waiting=0.1, preempted_per_s=200.0)
+    assert LoopShare.over(None, after, 2.0, 3_000) is None and LoopShare.over(before, after, 2.0, 0) is None
+
+
+def test_the_counters_are_read_for_a_live_process_and_none_without_one() -> None:
+    assert LoopCounters.read(None) is None
+    mine = LoopCounters.read(os.getpid())
+    assert mine is None or mine.on_core_ns > 0  # None: a kernel without per-thread scheduler counters
 
 
 @pytest.fixture
