@@ -51,6 +51,7 @@ class LoopShare:
 
     @staticmethod
     def over(before: LoopCounters | None, after: LoopCounters | None, wall_s: float, commands: int) -> LoopShare | None:
+        """The run between two readings (None when either is missing, or nothing ran)."""
         if before is None or after is None or wall_s <= 0 or commands <= 0:
             return None
         on_core_s = (after.on_core_ns - before.on_core_ns) / 1e9
@@ -62,8 +63,9 @@ class LoopShare:
         )
 
     def words(self) -> str:
+        """One line of the bench's report (`tablehall serve`'s main thread: with worker processes, the gateway's)."""
         return (
-            f"The serving process's event-loop thread: {self.cpu_ms_per_command:.3f} ms of CPU a command, on a core "
+            f"tablehall serve's event-loop thread: {self.cpu_ms_per_command:.3f} ms of CPU a command, on a core "
             f"{self.on_core:.0%} of the time, waiting for one {self.waiting:.0%}, "
             f"preempted {self.preempted_per_s:,.0f} times a second"
         )
