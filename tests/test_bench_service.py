@@ -9,7 +9,9 @@ import os
 import re
 import signal
 import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -42,10 +44,16 @@ def test_the_loop_share_is_the_counters_difference_over_the_run() -> None:
     assert LoopShare.over(None, after, 2.0, 3_000) is None and LoopShare.over(before, after, 2.0, 0) is None
 
 
-def test_the_counters_are_read_for_a_live_process_and_none_without_one() -> None:
-    assert LoopCounters.read(None) is None
-    mine = LoopCounters.read(os.getpid())
-    assert mine is None or mine.on_core_ns > 0  # None: a kernel without per-thread scheduler counters
+def test_the_counters_follow_a_live_process_and_are_none_without_one() -> None:
+    before = LoopCounters.read(os.getpid())
+    assert before is not None, "this kernel has no per-thread scheduler counters (the bench's line needs them)"
+    spent = time.thread_time() + 0.05
+    while time.thread_time() < spent:  # this thread on a core for 50 ms of its own CPU
+        pass
+    after = LoopCounters.read(os.getpid())
+    assert after is not None and after.on_core_ns - before.on_core_ns >= 40_000_000
+    no_such_pid = int(Path("/proc/sys/kernel/pid_max").read_text())  # every pid is below it
+    assert LoopCounters.read(no_such_pid) is None and LoopCounters.read(None) is None
 
 
 @pytest.fixture

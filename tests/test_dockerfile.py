@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import dockerfile
+import grpc
 import pytest
 
 from tests.k8s_support import RENDERED, pod_spec, render, workloads
@@ -161,8 +162,6 @@ def test_the_build_stage_generates_the_stubs_into_the_package(tmp_path: Path) ->
     # grpcio than it has. Here the wheel's build would take the newest grpcio-tools while the import below uses
     # this venv's grpcio (seen: tools 1.85.4 released after the venv got grpcio 1.85.3, the stubs refused to
     # import): the build is held to tools no newer than the grpcio that imports them.
-    import grpc
-
     constraints = tmp_path / "constraints.txt"
     constraints.write_text(f"grpcio-tools<={grpc.__version__}\n")
     done = subprocess.run(
