@@ -100,14 +100,22 @@ def cpu_seconds(root: int | None) -> dict[str, float]:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            for task in Path(f"/proc/{pid}/task").iterdir():
-                pending += [int(child) for child in (task / "children").read_text().split()]
+            pending += _children(pid)
         except OSError:
             continue
         words = [a.decode(errors="replace") for a in argv]
         name = "gateway" if pid == root else _role(words, comm) or str(pid)
         out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return out
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is one of `pid`'s threads; a thread that ends while read is passed over."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            found += [int(child) for child in (task / "children").read_text().split()]
+    return found
 
 
 def _role(words: list[str], comm: str) -> str:

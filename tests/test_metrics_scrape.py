@@ -7,6 +7,7 @@ accepts the scrape."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from tablehall.bots import run_bot
 from tablehall.client import Client, TablehallError
 from tests.metrics_support import Labels, Served, binary, samples, serve_with_metrics, until, value
+from tests.writer_processes import children
 from workers.errors import ERRORS
 from workers.games.catalog import games
 from workers.voids import VoidReason
@@ -129,12 +131,9 @@ def test_commands_latency_hop_commit_and_rating(served: Served, played: dict[str
 def _children(pid: int) -> list[str]:
     """The command lines of a process's children (Linux /proc)."""
     found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:  # a thread, or a child, may end while it is read
-            for child in (task / "children").read_text().split():
-                found.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode())
-        except OSError:
-            continue
+    for child in children(pid):
+        with contextlib.suppress(OSError):  # a child may end while it is read
+            found.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode())
     return found
 
 

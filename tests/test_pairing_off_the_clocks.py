@@ -6,6 +6,7 @@ clocks' process), and no timer fires late enough to void a match. A hang fails t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -19,6 +20,7 @@ from tablehall.bench_service import Tally, one_match
 from tablehall.client import Client
 from tests.metrics_support import Served, serve_with_metrics, value
 from tests.tournament_hall import Hall, run_hall
+from tests.writer_processes import children
 from workers import offload
 from workers.sql.migrate import engine_for
 
@@ -91,13 +93,10 @@ async def _body(served: Served, key: str) -> tuple[Any, Any, list[dict[str, Any]
 def pool_children() -> list[int]:
     """This process's children running a `spawn` start (the pairing pool's process), from /proc."""
     found = []
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        try:  # a thread, or a child, may end while it is read
-            for child in (task / "children").read_text().split():
-                if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
-                    found.append(int(child))
-        except OSError:
-            continue
+    for child in children(os.getpid()):
+        with contextlib.suppress(OSError):  # a child may end while it is read
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(child)
     return found
 
 

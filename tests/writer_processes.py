@@ -16,9 +16,13 @@ BOUND_S = 60.0
 
 
 def children(pid: int) -> list[int]:
+    """The processes whose parent is one of `pid`'s threads; a thread that ends while read is passed over."""
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(child) for child in (task / "children").read_text().split()]
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue  # the thread ended between the listing and the read
     return found
 
 
