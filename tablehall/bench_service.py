@@ -100,7 +100,7 @@ def cpu_seconds(root: int | None) -> dict[str, float]:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            pending += _children(pid)
+            pending += children(pid)
         except OSError:
             continue
         words = [a.decode(errors="replace") for a in argv]
@@ -109,7 +109,7 @@ def cpu_seconds(root: int | None) -> dict[str, float]:
     return out
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
     """The processes whose parent is one of `pid`'s threads; a thread that ends while read is passed over."""
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():

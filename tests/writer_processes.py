@@ -10,20 +10,11 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from tablehall.bench_service import children
 from workers.sql import SqlStorage
 
 BOUND_S = 60.0
-
-
-def children(pid: int) -> list[int]:
-    """The processes whose parent is one of `pid`'s threads; a thread that ends while read is passed over."""
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            found += [int(child) for child in (task / "children").read_text().split()]
-        except OSError:
-            continue  # the thread ended between the listing and the read
-    return found
+__all__ = ["BOUND_S", "children", "descendants", "ended", "logged", "outlived_by_none"]
 
 
 def descendants(pid: int) -> dict[int, str]:
