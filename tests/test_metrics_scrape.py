@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from tablehall.bench_service import children
 from tablehall.bots import run_bot
 from tablehall.client import Client, TablehallError
 from tests.metrics_support import Labels, Served, binary, samples, serve_with_metrics, until, value
-from tests.writer_processes import children
 from workers.errors import ERRORS
 from workers.games.catalog import games
 from workers.voids import VoidReason

@@ -16,11 +16,10 @@ from typing import Any
 
 from gateway.tournaments.organizers import create_organizer
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_grpc
-from tablehall.bench_service import Tally, one_match
+from tablehall.bench_service import Tally, children, one_match
 from tablehall.client import Client
 from tests.metrics_support import Served, serve_with_metrics, value
 from tests.tournament_hall import Hall, run_hall
-from tests.writer_processes import children
 from workers import offload
 from workers.sql.migrate import engine_for
 

@@ -21,11 +21,12 @@ from typing import IO
 import grpc
 import pytest
 
+from tablehall.bench_service import children
 from tablehall.client import Client, SeatClient, TablehallError
 from tablehall.typed_bots import choose_typed
 from tests.durability import DB_BACKENDS, REPO, database
 from tests.processes import stop_process
-from tests.writer_processes import BOUND_S, children, descendants, ended, logged, outlived_by_none
+from tests.writer_processes import BOUND_S, descendants, ended, logged, outlived_by_none
 from workers.sql.writer_fork import FORK_SERVER_NAME, WRITER_NAME
 
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from tablehall.bench_service import children
 from tests.batch_writer import heard
 from tests.durability import DB_BACKENDS, REPO, database
 from tests.processes import stop_process
-from tests.writer_processes import BOUND_S, children, logged, outlived_by_none
+from tests.writer_processes import BOUND_S, logged, outlived_by_none
 from workers.sql import SqlStorage
 from workers.sql.writer_process import ProcessCommitter, WriterGone
 from workers.storage import LogEntry, MatchEntry, Progress

@@ -14,7 +14,6 @@ from tablehall.bench_service import children
 from workers.sql import SqlStorage
 
 BOUND_S = 60.0
-__all__ = ["BOUND_S", "children", "descendants", "ended", "logged", "outlived_by_none"]
 
 
 def descendants(pid: int) -> dict[int, str]:
