@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +100,8 @@ class Rated:
     until_unix_ms: int | None = None
     """For `held` by a tournament's spectator delay (its own, or a hidden result of its players'
     tournaments): when to try again (ratings/holds.py `Hold`)."""
+    why: str = ""
+    """For `failed` (`rate_all`): the error, in a line."""
 
 
 def rate_match(engine: Engine, match_id: str, now: int | None = None) -> str:
@@ -113,6 +116,42 @@ def rate_by_url(url: str, match_id: str, now: int | None = None) -> Rated:
     from workers.sql.migrate import engine_for
 
     return rate(engine_for(url), match_id, now)
+
+
+def rate_all(engine: Engine, match_ids: Sequence[str], now: int | None = None) -> list[Rated]:
+    """Rate matches one after another in their end order (the backlog's: end, then id), each as `rate` does,
+    in a transaction of its own: one call for many, so a burst of ended matches costs one trip to the pool,
+    not one each. A match held behind an earlier one of the same call that got rated meanwhile is tried
+    again; one that fails is `failed`, and the rest go on. Results in the order given."""
+    at = now_ms() if now is None else now
+    done: dict[str, Rated] = {}
+    pending = in_end_order(engine, list(dict.fromkeys(match_ids)))
+    while pending:
+        for match_id in pending:
+            try:
+                done[match_id] = rate(engine, match_id, at)
+            except Exception as error:
+                done[match_id] = Rated("failed", why=f"{type(error).__name__}: {str(error)[:200]}")
+        held = [match_id for match_id in pending if done[match_id].result == "held"]
+        if len(held) == len(pending) or not any(done[match_id].result == "rated" for match_id in pending):
+            break
+        pending = held
+    return [done[match_id] for match_id in match_ids]
+
+
+def in_end_order(engine: Engine, match_ids: list[str]) -> list[str]:
+    """`match_ids` by their end (the last write to a finished match), then id; unknown ones last."""
+    t = m.matches
+    with _read_only(engine) as conn, conn.begin():
+        ends = dict(conn.execute(select(t.c.id, t.c.updated_unix_ms).where(t.c.id.in_(match_ids))).tuples().all())
+    return sorted(match_ids, key=lambda match_id: (match_id not in ends, ends.get(match_id, 0), match_id))
+
+
+def rate_all_by_url(url: str, match_ids: Sequence[str], now: int | None = None) -> list[Rated]:
+    """`rate_all` for a process pool (embedded mode): opens the database by its URL, records no metric."""
+    from workers.sql.migrate import engine_for
+
+    return rate_all(engine_for(url), match_ids, now)
 
 
 def observe(rated: Rated) -> str:
