@@ -154,3 +154,74 @@ def test_an_op_given_up_after_it_left_is_committed_and_the_writer_goes_on(
                 await storage.close()
 
         asyncio.run(asyncio.wait_for(body(), BOUND_S))
+
+
+def _appending(storage: SqlStorage, epoch: int, seq: int) -> asyncio.Future[None]:
+    return asyncio.ensure_future(
+        storage.append_all("m", 0, epoch, [LogEntry(seq, seq, "command", seq % 2, {}, seq)], Progress())
+    )
+
+
+async def _one_match(url: str) -> tuple[SqlStorage, ProcessCommitter, int]:
+    storage = await SqlStorage.open(url)
+    writer = storage._writer
+    assert isinstance(writer, ProcessCommitter)
+    epoch = (await storage.claim("w", [0]))[0]
+    await storage.create(MatchEntry("m", "spectacular-bid", ("a", "b"), {}, (bytes(32), bytes(32)), 0, 0), epoch)
+    return storage, writer, epoch
+
+
+def test_ops_that_come_while_the_writer_holds_others_leave_together_once_it_answered(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TABLEHALL_LOG_WRITER", "process")
+
+    async def body() -> None:
+        storage, writer, epoch = await _one_match(db_url)
+        try:
+            first = _appending(storage, epoch, 1)
+            while not writer._waiting:  # turns of the loop until its frame left
+                await asyncio.sleep(0)
+            batches = writer.stats.batches
+            later = [_appending(storage, epoch, seq) for seq in (2, 3)]
+            await asyncio.sleep(0)
+            assert writer._waiting and len(writer._outbox) == 2, "held back while the first is with the writer"
+            await asyncio.gather(first, *later)
+            assert writer.stats.batches == batches + 2 and writer.stats.largest == 2, "the two went as one batch"
+            assert [e.seq for e in await storage.log("m")] == [1, 2, 3]
+        finally:
+            await storage.close()
+
+    asyncio.run(asyncio.wait_for(body(), BOUND_S))
+
+
+def test_the_writer_killed_fails_the_ops_held_back_behind_what_it_held(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never sent, they fail at once (not frozen), and the next write starts a new writer."""
+    monkeypatch.setenv("TABLEHALL_LOG_WRITER", "process")
+
+    async def body() -> None:
+        storage, writer, epoch = await _one_match(db_url)
+        try:
+            await _appending(storage, epoch, 1)
+            sent = _appending(storage, epoch, 2)
+            while not writer._waiting:
+                await asyncio.sleep(0)
+            held = _appending(storage, epoch, 3)
+            await asyncio.sleep(0)
+            assert writer._outbox, "held back behind the op the writer holds"
+            child = writer._child
+            assert child is not None
+            os.kill(child.pid, signal.SIGKILL)
+            outcomes = await asyncio.gather(sent, held, return_exceptions=True)
+            assert isinstance(outcomes[1], WriterGone), outcomes
+            assert outcomes[0] is None or isinstance(outcomes[0], WriterGone), outcomes
+            logged = [e.seq for e in await storage.log("m")]
+            await _appending(storage, epoch, len(logged) + 1)
+            assert writer._child is not None and writer._child.pid != child.pid
+            assert [e.seq for e in await storage.log("m")] == list(range(1, len(logged) + 2))
+        finally:
+            await storage.close()
+
+    asyncio.run(asyncio.wait_for(body(), BOUND_S))

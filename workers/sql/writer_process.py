@@ -9,6 +9,11 @@ command waited that long for its commit (`tablehall bench service --database-url
 The serving process keeps what callers see: `submit(op)` is awaited until the op's batch committed (its
 result, or the exception it fails with), ops submitted in one turn of the loop leave together as one frame
 on a socket pair, and each committed batch comes back as one frame, read by the loop itself (no thread).
+While the child holds ops not yet answered, new ones wait and leave together once it answered them all: it
+commits one batch at a time, so they would mostly wait there as well, and fewer, larger frames wake it (and
+the loop) less often. `tablehall bench service` on SQLite: 42 % fewer frames (4,912 against 8,412 for
+~58,000 ops); at 200 matches in flight 2–5 % more commands a second and a p99 6–15 % lower, at 50 the same
+within the machine's noise (−1 to +4 %).
 An op whose caller gave up before its frame left is never written; one sent already may be committed, as
 with any write whose answer was lost. If the child dies, every op waiting on it fails with `WriterGone`
 (its outcome unknown: the match actor reads the log, as after any failed commit) and the next op starts a
@@ -135,7 +140,7 @@ class ProcessCommitter:
         if self._loop is not loop:
             self._attach(loop)
         op.future = loop.create_future()
-        if not self._outbox:
+        if not self._outbox and not self._waiting:
             loop.call_soon(self._flush)
         self._outbox.append(op)
         try:
@@ -220,6 +225,8 @@ class ProcessCommitter:
                     op.future.set_exception(outcome)
                 else:
                     op.future.set_result(outcome)
+        if self._outbox and not self._waiting:
+            self._flush()
 
     def _gone(self) -> None:
         """The child ended (or its socket broke): what it was sent fails; the next op starts a new one."""
@@ -233,6 +240,8 @@ class ProcessCommitter:
         for op in waiting.values():
             if not op.future.done():
                 op.future.set_exception(WriterGone("the log's writer process ended during this write"))
+        if self._outbox:  # held back behind what it was sent: never sent, so nothing of them was written
+            self._flush()
         if child is not None and not self._closed:
             code = None
             with contextlib.suppress(subprocess.TimeoutExpired):
