@@ -13,7 +13,7 @@ While the child holds ops not yet answered, new ones wait and leave together onc
 commits one batch at a time, so they would mostly wait there as well, and fewer, larger frames wake it (and
 the loop) less often. `tablehall bench service` on SQLite: 42 % fewer frames (4,912 against 8,412 for
 ~58,000 ops); at 200 matches in flight 2–5 % more commands a second and a p99 6–15 % lower, at 50 the same
-within the machine's noise (−1 to +4 %).
+within the machine's noise (−4.5 to +4.2 %).
 An op whose caller gave up before its frame left is never written; one sent already may be committed, as
 with any write whose answer was lost. If the child dies, every op waiting on it fails with `WriterGone`
 (its outcome unknown: the match actor reads the log, as after any failed commit) and the next op starts a
