@@ -1,8 +1,10 @@
 """Embedded mode: `tablehall serve` runs the rating and sweep task functions with no broker: the sweep on its
 event loop (short database reads in threads), each match's rating — a replay of its log — in a process
 pool (`workers.offload`), so no rating holds the GIL the match clocks need. Matches that end while a rating
-runs go to the pool together, in end order: one call for a burst, not one each (a match rated alone while
-another of its players' is still under way would be held, and wait for the next beat's backlog)."""
+runs go to the pool together, in end order: one call for a burst, not one each. (Rated one call each in the
+order they were hooked, two matches of the same players that ended in one commit of the log — one
+millisecond, so their ids order them — could be taken the wrong way round: the first held behind the second,
+and every later match of theirs behind it, until the beat's backlog.)"""
 
 from __future__ import annotations
 

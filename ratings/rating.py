@@ -111,31 +111,18 @@ def rate_match(engine: Engine, match_id: str, now: int | None = None) -> str:
     return observe(rate(engine, match_id, now))
 
 
-def rate_by_url(url: str, match_id: str, now: int | None = None) -> Rated:
-    """`rate` for a process pool (embedded mode): opens the database by its URL, records no metric."""
-    from workers.sql.migrate import engine_for
-
-    return rate(engine_for(url), match_id, now)
-
-
 def rate_all(engine: Engine, match_ids: Sequence[str], now: int | None = None) -> list[Rated]:
-    """Rate matches one after another in their end order (the backlog's: end, then id), each as `rate` does,
-    in a transaction of its own: one call for many, so a burst of ended matches costs one trip to the pool,
-    not one each. A match held behind an earlier one of the same call that got rated meanwhile is tried
-    again; one that fails is `failed`, and the rest go on. Results in the order given."""
+    """Rate matches one after another in their end order (the backlog's: end, then id, so none is held behind
+    another of the same call), each as `rate` does, in a transaction of its own: one call for many, so a
+    burst of ended matches costs one trip to the pool, not one each. One that fails is `failed`, with its
+    reason, and the rest go on. Results in the order given."""
     at = now_ms() if now is None else now
     done: dict[str, Rated] = {}
-    pending = in_end_order(engine, list(dict.fromkeys(match_ids)))
-    while pending:
-        for match_id in pending:
-            try:
-                done[match_id] = rate(engine, match_id, at)
-            except Exception as error:
-                done[match_id] = Rated("failed", why=f"{type(error).__name__}: {str(error)[:200]}")
-        held = [match_id for match_id in pending if done[match_id].result == "held"]
-        if len(held) == len(pending) or not any(done[match_id].result == "rated" for match_id in pending):
-            break
-        pending = held
+    for match_id in in_end_order(engine, list(dict.fromkeys(match_ids))):
+        try:
+            done[match_id] = rate(engine, match_id, at)
+        except Exception as error:
+            done[match_id] = Rated("failed", why=f"{type(error).__name__}: {str(error)[:200]}")
     return [done[match_id] for match_id in match_ids]
 
 

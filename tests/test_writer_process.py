@@ -2,7 +2,9 @@
 (a storage opened outside a serving role), on a real database file and on PostgreSQL: the serving process
 killed -9 leaves no writer behind and loses nothing it acknowledged; the writer killed -9 fails only the
 writes it held (their outcome unknown), and the next write starts a new one; a caller that gave up before
-its op left is never written. The serving roles' forked writers: tests/test_writer_fork.py."""
+its op left is never written; ops that come while the writer holds unanswered ones leave together once it
+answered (given up meanwhile, never; the writer killed meanwhile, they fail at once). The serving roles'
+forked writers: tests/test_writer_fork.py."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,114 +59,15 @@ def test_serving_process_killed_leaves_no_writer_and_loses_nothing_acknowledged(
         assert len(seqs) >= acked[match_id], f"{match_id}: an acknowledged append was lost"
 
 
-def test_writer_killed_fails_only_what_it_held_and_the_next_write_starts_a_new_one(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("TABLEHALL_LOG_WRITER", "process")
-
-    async def body() -> None:
-        storage = await SqlStorage.open(db_url)
-        try:
-            writer = storage._writer
-            assert isinstance(writer, ProcessCommitter)
-            epoch = (await storage.claim("w", [0]))[0]
-            entry = MatchEntry("m", "spectacular-bid", ("a", "b"), {}, (bytes(32), bytes(32)), 0, 0)
-            await storage.create(entry, epoch)
-            seq = 0
-
-            async def append() -> int:
-                nonlocal seq
-                seq += 1
-                entry = LogEntry(seq, seq, "command", seq % 2, {"n": seq}, seq)
-                await storage.append_all("m", 0, epoch, [entry], Progress())
-                return seq
-
-            acknowledged = [await append() for _ in range(5)]
-            first = writer._child
-            assert first is not None
-            os.kill(first.pid, signal.SIGKILL)
-            await asyncio.to_thread(first.wait, BOUND_S)
-            outcomes = []
-            for _ in range(3):  # the first may meet the dead writer; a new one takes the next
-                try:
-                    acknowledged.append(await append())
-                    outcomes.append("ok")
-                except WriterGone:
-                    outcomes.append("gone")
-            assert outcomes[-1] == "ok" and outcomes.count("gone") <= 1, outcomes
-            assert writer._child is not None and writer._child.pid != first.pid
-            logged = [e.seq for e in await storage.log("m")]
-            assert set(acknowledged) <= set(logged)
-        finally:
-            await storage.close()
-
-    asyncio.run(asyncio.wait_for(body(), BOUND_S))
-
-
-def test_an_op_given_up_before_it_left_is_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TABLEHALL_LOG_WRITER", "process")
-    with database("sqlite", tmp_path) as url:
-
-        async def body() -> None:
-            storage = await SqlStorage.open(url)
-            try:
-                epoch = (await storage.claim("w", [0]))[0]
-                entry = MatchEntry("m", "spectacular-bid", ("a", "b"), {}, (bytes(32), bytes(32)), 0, 0)
-                await storage.create(entry, epoch)
-                kept = asyncio.ensure_future(
-                    storage.append_all("m", 0, epoch, [LogEntry(1, 1, "command", 0, {}, 1)], Progress())
-                )
-                given_up = asyncio.ensure_future(
-                    storage.append_all("m", 0, epoch, [LogEntry(2, 2, "command", 1, {}, 2)], Progress())
-                )
-                await asyncio.sleep(0)  # both queued in this turn of the loop, not yet sent
-                given_up.cancel()
-                await kept
-                assert [e.seq for e in await storage.log("m")] == [1]
-            finally:
-                await storage.close()
-
-        asyncio.run(asyncio.wait_for(body(), BOUND_S))
-
-
-def test_an_op_given_up_after_it_left_is_committed_and_the_writer_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """As any write whose answer was lost: the caller that gave up does not know, the log does."""
-    monkeypatch.setenv("TABLEHALL_LOG_WRITER", "process")
-    with database("sqlite", tmp_path) as url:
-
-        async def body() -> None:
-            storage = await SqlStorage.open(url)
-            try:
-                writer = storage._writer
-                assert isinstance(writer, ProcessCommitter)
-                epoch = (await storage.claim("w", [0]))[0]
-                entry = MatchEntry("m", "spectacular-bid", ("a", "b"), {}, (bytes(32), bytes(32)), 0, 0)
-                await storage.create(entry, epoch)
-                given_up = asyncio.ensure_future(
-                    storage.append_all("m", 0, epoch, [LogEntry(1, 1, "command", 0, {}, 1)], Progress())
-                )
-                while not writer._waiting:  # turns of the loop until its frame left
-                    await asyncio.sleep(0)
-                given_up.cancel()
-                await asyncio.gather(given_up, return_exceptions=True)
-                await storage.append_all("m", 0, epoch, [LogEntry(2, 2, "command", 1, {}, 2)], Progress())
-                assert [e.seq for e in await storage.log("m")] == [1, 2]
-                assert not writer._waiting and writer._child is not None
-            finally:
-                await storage.close()
-
-        asyncio.run(asyncio.wait_for(body(), BOUND_S))
-
-
 def _appending(storage: SqlStorage, epoch: int, seq: int) -> asyncio.Future[None]:
+    """Append step `seq` of match "m" (a task: the caller decides when to wait, or to give up)."""
     return asyncio.ensure_future(
-        storage.append_all("m", 0, epoch, [LogEntry(seq, seq, "command", seq % 2, {}, seq)], Progress())
+        storage.append_all("m", 0, epoch, [LogEntry(seq, seq, "command", seq % 2, {"n": seq}, seq)], Progress())
     )
 
 
 async def _one_match(url: str) -> tuple[SqlStorage, ProcessCommitter, int]:
+    """A storage with its writer in a process, holding partition 0 and match "m" in it."""
     storage = await SqlStorage.open(url)
     writer = storage._writer
     assert isinstance(writer, ProcessCommitter)
@@ -171,57 +76,147 @@ async def _one_match(url: str) -> tuple[SqlStorage, ProcessCommitter, int]:
     return storage, writer, epoch
 
 
-def test_ops_that_come_while_the_writer_holds_others_leave_together_once_it_answered(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def _sent(writer: ProcessCommitter) -> None:
+    """Turns of the loop until a frame left for the writer (its ops wait for their answer)."""
+    while not writer._waiting:
+        await asyncio.sleep(0)
+
+
+Body = Callable[[SqlStorage, ProcessCommitter, int], Coroutine[Any, Any, None]]
+
+
+def _with_one_match(url: str, monkeypatch: pytest.MonkeyPatch, body: Body) -> None:
+    """Run `body` on `_one_match`'s storage, its writer a new Python process; the storage closed after."""
     monkeypatch.setenv("TABLEHALL_LOG_WRITER", "process")
 
-    async def body() -> None:
-        storage, writer, epoch = await _one_match(db_url)
+    async def run() -> None:
+        storage, writer, epoch = await _one_match(url)
         try:
-            first = _appending(storage, epoch, 1)
-            while not writer._waiting:  # turns of the loop until its frame left
-                await asyncio.sleep(0)
-            batches = writer.stats.batches
-            later = [_appending(storage, epoch, seq) for seq in (2, 3)]
-            await asyncio.sleep(0)
-            assert writer._waiting and len(writer._outbox) == 2, "held back while the first is with the writer"
-            await asyncio.gather(first, *later)
-            assert writer.stats.batches == batches + 2 and writer.stats.largest == 2, "the two went as one batch"
-            assert [e.seq for e in await storage.log("m")] == [1, 2, 3]
+            await body(storage, writer, epoch)
         finally:
             await storage.close()
 
-    asyncio.run(asyncio.wait_for(body(), BOUND_S))
+    asyncio.run(asyncio.wait_for(run(), BOUND_S))
+
+
+def test_writer_killed_fails_only_what_it_held_and_the_next_write_starts_a_new_one(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def body(storage: SqlStorage, writer: ProcessCommitter, epoch: int) -> None:
+        seq = 0
+
+        async def append() -> int:
+            nonlocal seq
+            seq += 1
+            await _appending(storage, epoch, seq)
+            return seq
+
+        acknowledged = [await append() for _ in range(5)]
+        first = writer._child
+        assert first is not None
+        os.kill(first.pid, signal.SIGKILL)
+        await asyncio.to_thread(first.wait, BOUND_S)
+        outcomes = []
+        for _ in range(3):  # the first may meet the dead writer; a new one takes the next
+            try:
+                acknowledged.append(await append())
+                outcomes.append("ok")
+            except WriterGone:
+                outcomes.append("gone")
+        assert outcomes[-1] == "ok" and outcomes.count("gone") <= 1, outcomes
+        assert writer._child is not None and writer._child.pid != first.pid
+        logged = [e.seq for e in await storage.log("m")]
+        assert set(acknowledged) <= set(logged)
+
+    _with_one_match(db_url, monkeypatch, body)
+
+
+def test_an_op_given_up_before_it_left_is_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def body(storage: SqlStorage, _: ProcessCommitter, epoch: int) -> None:
+        kept, given_up = _appending(storage, epoch, 1), _appending(storage, epoch, 2)
+        await asyncio.sleep(0)  # both queued in this turn of the loop, not yet sent
+        given_up.cancel()
+        await kept
+        assert [e.seq for e in await storage.log("m")] == [1]
+
+    with database("sqlite", tmp_path) as url:
+        _with_one_match(url, monkeypatch, body)
+
+
+def test_an_op_given_up_after_it_left_is_committed_and_the_writer_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As any write whose answer was lost: the caller that gave up does not know, the log does."""
+
+    async def body(storage: SqlStorage, writer: ProcessCommitter, epoch: int) -> None:
+        given_up = _appending(storage, epoch, 1)
+        await _sent(writer)
+        given_up.cancel()
+        await asyncio.gather(given_up, return_exceptions=True)
+        await _appending(storage, epoch, 2)
+        assert [e.seq for e in await storage.log("m")] == [1, 2]
+        assert not writer._waiting and writer._child is not None
+
+    with database("sqlite", tmp_path) as url:
+        _with_one_match(url, monkeypatch, body)
+
+
+def test_ops_that_come_while_the_writer_holds_others_leave_together_once_it_answered(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def body(storage: SqlStorage, writer: ProcessCommitter, epoch: int) -> None:
+        first = _appending(storage, epoch, 1)
+        await _sent(writer)
+        batches = writer.stats.batches
+        later = [_appending(storage, epoch, seq) for seq in (2, 3)]
+        await asyncio.sleep(0)
+        assert writer._waiting and len(writer._outbox) == 2, "held back while the first is with the writer"
+        await asyncio.gather(first, *later)
+        assert writer.stats.batches == batches + 2 and writer.stats.largest == 2, "the two went as one batch"
+        assert [e.seq for e in await storage.log("m")] == [1, 2, 3]
+
+    _with_one_match(db_url, monkeypatch, body)
+
+
+def test_an_op_given_up_while_held_back_is_never_written(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its caller cancels while it waits behind what the writer holds: it never leaves; the one after it does."""
+
+    async def body(storage: SqlStorage, writer: ProcessCommitter, epoch: int) -> None:
+        first = _appending(storage, epoch, 1)
+        await _sent(writer)
+        given_up, kept = _appending(storage, epoch, 2), _appending(storage, epoch, 2)
+        await asyncio.sleep(0)
+        assert len(writer._outbox) == 2, "both held back behind the first"
+        given_up.cancel()
+        await asyncio.gather(first, kept)
+        assert given_up.cancelled()
+        assert [(e.seq, e.change) for e in await storage.log("m")] == [(1, 1), (2, 2)]
+        assert not writer._waiting and not writer._outbox
+
+    _with_one_match(db_url, monkeypatch, body)
 
 
 def test_the_writer_killed_fails_the_ops_held_back_behind_what_it_held(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Never sent, they fail at once (not frozen), and the next write starts a new writer."""
-    monkeypatch.setenv("TABLEHALL_LOG_WRITER", "process")
 
-    async def body() -> None:
-        storage, writer, epoch = await _one_match(db_url)
-        try:
-            await _appending(storage, epoch, 1)
-            sent = _appending(storage, epoch, 2)
-            while not writer._waiting:
-                await asyncio.sleep(0)
-            held = _appending(storage, epoch, 3)
-            await asyncio.sleep(0)
-            assert writer._outbox, "held back behind the op the writer holds"
-            child = writer._child
-            assert child is not None
-            os.kill(child.pid, signal.SIGKILL)
-            outcomes = await asyncio.gather(sent, held, return_exceptions=True)
-            assert isinstance(outcomes[1], WriterGone), outcomes
-            assert outcomes[0] is None or isinstance(outcomes[0], WriterGone), outcomes
-            logged = [e.seq for e in await storage.log("m")]
-            await _appending(storage, epoch, len(logged) + 1)
-            assert writer._child is not None and writer._child.pid != child.pid
-            assert [e.seq for e in await storage.log("m")] == list(range(1, len(logged) + 2))
-        finally:
-            await storage.close()
+    async def body(storage: SqlStorage, writer: ProcessCommitter, epoch: int) -> None:
+        await _appending(storage, epoch, 1)
+        sent = _appending(storage, epoch, 2)
+        await _sent(writer)
+        held = _appending(storage, epoch, 3)
+        await asyncio.sleep(0)
+        assert writer._outbox, "held back behind the op the writer holds"
+        child = writer._child
+        assert child is not None
+        os.kill(child.pid, signal.SIGKILL)
+        outcomes = await asyncio.gather(sent, held, return_exceptions=True)
+        assert isinstance(outcomes[1], WriterGone), outcomes
+        assert outcomes[0] is None or isinstance(outcomes[0], WriterGone), outcomes
+        logged = [e.seq for e in await storage.log("m")]
+        await _appending(storage, epoch, len(logged) + 1)
+        assert writer._child is not None and writer._child.pid != child.pid
+        assert [e.seq for e in await storage.log("m")] == list(range(1, len(logged) + 2))
 
-    asyncio.run(asyncio.wait_for(body(), BOUND_S))
+    _with_one_match(db_url, monkeypatch, body)
