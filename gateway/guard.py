@@ -7,26 +7,29 @@ also holds one open-stream slot while it runs, and every command on a `Play` str
 A refusal is RESOURCE_EXHAUSTED with the code `rate_limited` in `tablehall-error` and a hint in
 `retry-after-ms`; it never reaches a worker, so it changes nothing. A `Play` stream whose command is over
 budget ends with that refusal (its earlier commands stand; resume with `after_seq`).
+
+A `Play` stream is not wrapped: every command and every event would pass one more async generator (the
+service's CPU a command, README "The fifth session of 12-06"). The servicer is handed `admit` instead and
+spends its stream's budget itself where it reads each command (`StreamBudget`).
 """
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import hashlib
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeAlias
 
 from google.protobuf import descriptor_pool
 from google.protobuf.descriptor import MethodDescriptor
 
 from gateway.limits import Budgets, Refusal
 from workers import metrics
-from workers.edge import ERROR_CODE_KEY
+from workers.edge import trailers
 from workers.errors import RateLimited
 
-RETRY_AFTER_KEY = "retry-after-ms"
 COMMANDS = frozenset({"Act", "Play"})
 """Whose refusals count in `tablehall_commands_rejected_total{code="rate_limited"}`."""
 
@@ -48,38 +51,41 @@ def caller_keys(context: Any) -> tuple[str, ...]:
 
 
 @dataclass(slots=True)
-class _Stream:
-    """A Play stream's refusal, set from the task reading its requests. The call's own task first hands
-    on what the servicer has ready (the results of the commands before the refused one); once it waits
-    inside the servicer with nothing ready (it may wait there long, for the next update), it is
-    cancelled, and the refusal ends the call."""
+class StreamBudget:
+    """A `Play` stream's spending, done by the servicer that reads its requests: the open-stream slot it
+    holds until `close`, and one request for each command after the opening one (`spend` raises
+    `RateLimited` once over: the servicer ends the stream with it, after what it has ready)."""
 
-    task: asyncio.Task[Any] | None
-    inside: bool = False
-    steps: int = 0
-    refusal: Refusal | None = None
-    cancelled: bool = False
+    budgets: Budgets | None
+    keys: tuple[str, ...]
+    clock: Callable[[], float]
 
-    def enter(self) -> None:
-        """The call's task asks the servicer for its next message."""
-        self.inside = True
-        self.steps += 1
-        if self.refusal is not None:
-            self._check_soon()
+    def spend(self) -> None:
+        if self.budgets is None:
+            return
+        refusal = self.budgets.spend(self.keys, self.clock())
+        if refusal is not None:
+            raise refused(refusal)
 
-    def refuse(self, refusal: Refusal) -> None:
-        self.refusal = refusal
-        if self.inside:
-            self._check_soon()
+    def close(self) -> None:
+        if self.budgets is not None:
+            self.budgets.close_watch(self.keys)
+            self.budgets = None
 
-    def _check_soon(self) -> None:
-        asyncio.get_running_loop().call_soon(self._check, self.steps)
 
-    def _check(self, steps: int) -> None:
-        """Still inside, no step taken for a whole turn of the loop: it waits on nothing ready."""
-        if self.inside and self.steps == steps and not self.cancelled and self.task is not None:
-            self.cancelled = True
-            self.task.cancel()
+Admit: TypeAlias = Callable[[Any], StreamBudget]
+"""Opens a `Play` stream for the caller of `context` (`RateLimited` if it may not open one)."""
+
+
+def unlimited(context: Any) -> StreamBudget:
+    """A servicer called with no guard in front of it (tests of the servicer alone)."""
+    return StreamBudget(None, (), time.monotonic)
+
+
+def refused(refusal: Refusal) -> RateLimited:
+    """A refused command of a stream, counted as the refusal of a command."""
+    metrics.rejected(RateLimited.code).inc()
+    return RateLimited(refusal.message, refusal.retry_after_ms)
 
 
 class Guarded:
@@ -109,19 +115,31 @@ class Guard:
     async def refuse(self, context: Any, refusal: Refusal, where: str) -> NoReturn:
         if where in COMMANDS:
             metrics.rejected(RateLimited.code).inc()
-        trailers = ((ERROR_CODE_KEY, RateLimited.code), (RETRY_AFTER_KEY, str(refusal.retry_after_ms)))
-        await context.abort(RateLimited.status, refusal.message, trailers)
+        error = RateLimited(refusal.message, refusal.retry_after_ms)
+        await context.abort(error.status, refusal.message, trailers(error))
         raise AssertionError("unreachable")  # context.abort raises
 
     async def open(self, context: Any, keys: tuple[str, ...], where: str) -> None:
         """A streaming call: one open-stream slot and one request, or the refusal (nothing held)."""
+        refusal = self._opened(keys)
+        if refusal is not None:
+            await self.refuse(context, refusal, where)
+
+    def _opened(self, keys: tuple[str, ...]) -> Refusal | None:
         refusal = self.budgets.open_watch(keys)
         if refusal is None:
             refusal = self.budgets.spend(keys, self.clock())
             if refusal is not None:
                 self.budgets.close_watch(keys)
+        return refusal
+
+    def admit(self, context: Any) -> StreamBudget:
+        """A `Play` stream opens: its slot and its first request, or `RateLimited` (nothing held)."""
+        keys = caller_keys(context)
+        refusal = self._opened(keys)
         if refusal is not None:
-            await self.refuse(context, refusal, where)
+            raise refused(refusal)
+        return StreamBudget(self.budgets, keys, self.clock)
 
     def _unary(self, call: Callable[..., Any], name: str) -> Callable[..., Any]:
         async def unary(request: Any, context: Any) -> Any:
@@ -145,45 +163,6 @@ class Guard:
         return stream
 
     def _duplex(self, call: Callable[..., Any], name: str) -> Callable[..., Any]:
-        async def duplex(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
-            keys = caller_keys(context)
-            await self.open(context, keys, name)
-            stream = _Stream(asyncio.current_task())
-            events = call(self._counted(requests, keys, stream), context)
-            try:
-                while True:
-                    stream.enter()
-                    try:
-                        event = await anext(events)
-                    except StopAsyncIteration:
-                        break
-                    except asyncio.CancelledError:
-                        if not stream.cancelled or stream.task is None:
-                            raise
-                        stream.task.uncancel()  # our own cancel: the refusal below ends the call
-                        break
-                    finally:
-                        stream.inside = False
-                    yield event
-                if stream.refusal is not None:
-                    await events.aclose()
-                    await self.refuse(context, stream.refusal, name)
-            finally:
-                self.budgets.close_watch(keys)
-
-        return duplex
-
-    async def _counted(
-        self, requests: AsyncIterator[Any], keys: tuple[str, ...], stream: _Stream
-    ) -> AsyncIterator[Any]:
-        """The stream's requests; the first (the opening) was paid with the call, each later one spends
-        a request. Over budget, the stream is refused and no further request is passed on."""
-        first = True
-        async for request in requests:
-            if not first:
-                refusal = self.budgets.spend(keys, self.clock())
-                if refusal is not None:
-                    stream.refuse(refusal)
-                    return
-            first = False
-            yield request
+        """`Play`: the servicer itself, told how to admit its stream and spend on each command. A partial of
+        an async generator function is still one to grpc (`inspect` looks through it)."""
+        return functools.partial(call, admit=self.admit)

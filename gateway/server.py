@@ -2,9 +2,12 @@
 reflection.
 
 The public services' method handlers are made here from their descriptors rather than by the generated
-`add_*Servicer_to_server`: grpc deserializes a request before any servicer code runs, and a request it
-cannot parse would end as UNKNOWN with a traceback in the log. These handlers read requests through
-`gateway.bounds` and answer what they cannot read as INVALID_ARGUMENT `malformed_input`.
+`add_*Servicer_to_server`: grpc deserializes a unary request before any servicer code runs, and a request
+it cannot parse would end as UNKNOWN with a traceback in the log. These handlers read requests through
+`gateway.bounds` and answer what they cannot read as INVALID_ARGUMENT `malformed_input`: a unary request
+before the servicer sees it; a message of a request stream where the servicer reads it (grpc reads a
+stream's messages in the servicer's own `async for`, so the error raised there is the servicer's to end
+the call with, and no layer stands between each message and the servicer).
 """
 
 from __future__ import annotations
@@ -144,6 +147,7 @@ def method_handlers(service: str, servicer: object) -> dict[str, grpc.RpcMethodH
 def _handler(method: MethodDescriptor, behavior: Callable[..., Any]) -> grpc.RpcMethodHandler:
     request = GetMessageClass(method.input_type)
     limit = limit_of(method.full_name)
+    name = method.full_name
 
     def deserialize(data: bytes) -> Any:
         """Never raises (grpc would answer UNKNOWN): what cannot be read is handed on as `Unreadable`."""
@@ -152,12 +156,19 @@ def _handler(method: MethodDescriptor, behavior: Callable[..., Any]) -> grpc.Rpc
         except Unreadable as unreadable:
             return unreadable
 
+    def deserialize_streamed(data: bytes) -> Any:
+        """A stream's message: what cannot be read raises `Unreadable` where the servicer reads it."""
+        try:
+            return read(request, data, limit)
+        except Unreadable as unreadable:
+            log.debug("%s: %s", name, unreadable)
+            raise
+
     serialize = passing(GetMessageClass(method.output_type))  # a stream's events may come serialized already
     if method.client_streaming:
-        handle = _reading(behavior, method.full_name)
         if method.server_streaming:
-            return grpc.stream_stream_rpc_method_handler(handle, deserialize, serialize)
-        return grpc.stream_unary_rpc_method_handler(handle, deserialize, serialize)
+            return grpc.stream_stream_rpc_method_handler(behavior, deserialize_streamed, serialize)
+        return grpc.stream_unary_rpc_method_handler(behavior, deserialize_streamed, serialize)
     handle = _refusing(behavior, method.full_name)
     if method.server_streaming:
         return grpc.unary_stream_rpc_method_handler(handle, deserialize, serialize)
@@ -180,31 +191,6 @@ def _refusing(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
         if isinstance(request, Unreadable):
             await _refuse(context, request, method)
         return await behavior(request, context)
-
-    return unary
-
-
-def _reading(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
-    """A request stream: an unreadable message raises `Unreadable` (a `malformed_input` refusal) where the
-    servicer reads it, so its edge ends the call with that status and code."""
-
-    async def readable(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        async for request in requests:
-            if isinstance(request, Unreadable):
-                log.debug("%s: %s", method, request)
-                raise request
-            yield request
-
-    if inspect.isasyncgenfunction(behavior):
-
-        async def stream(requests: AsyncIterator[Any], context: Context) -> AsyncIterator[Any]:
-            async for reply in behavior(readable(requests), context):
-                yield reply
-
-        return stream
-
-    async def unary(requests: AsyncIterator[Any], context: Context) -> Any:
-        return await behavior(readable(requests), context)
 
     return unary
 

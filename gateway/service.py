@@ -11,19 +11,21 @@ import secrets
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import grpc
 from google.protobuf.json_format import MessageToDict
 
 from gateway.answers import Answers
+from gateway.guard import Admit, StreamBudget, unlimited
 from gateway.rulebook import rules_for
 from gateway.spectators import Spectators, live
-from gateway.workers import Router, WorkerClient
+from gateway.workers import Routed, Router, WorkerClient
 from protos.tablehall.v1 import host_pb2, matches_pb2, matches_pb2_grpc
 from workers import metrics
 from workers.actor import unix_ms
-from workers.edge import edge, edge_stream, refusal
+from workers.edge import edge, edge_stream, refusal, settle
 from workers.errors import NotFinished, Unauthenticated, status_of
 from workers.following import Unfollow
 from workers.games.catalog import game_named, unknown_game
@@ -82,6 +84,36 @@ class PlayEvents:
             finally:
                 self._waiter = None
         return self._items.popleft()
+
+
+@dataclass(slots=True)
+class Commanding:
+    """A `Play` stream's commands, read in their own task: each spends a request of the caller's budget,
+    goes to the match's worker, and its result joins the stream's events (a refusal for rate ends them)."""
+
+    owner: Routed
+    match_id: str
+    token: bytes
+    budget: StreamBudget
+    answers: Answers
+    events: PlayEvents
+
+    async def run(self, requests: AsyncIterator[matches_pb2.PlayRequest]) -> None:
+        events = self.events
+        try:
+            async for request in requests:
+                self.budget.spend()
+                self.answers.asked()
+                arrival = time.time_ns() // 1_000_000
+                command = host_pb2.HostCommandRequest(  # its result carries no view: the stream's update does
+                    match_id=self.match_id, token_sha256=self.token, action=request.action,
+                    arrival_unix_ms=arrival, no_view=True,
+                )
+                events.push(await answer(self.owner, command, request.ref))
+        except Exception as error:  # a message that cannot be read, or one over the caller's budget
+            events.push(error)
+            return
+        events.push(CLOSED)
 
 
 def new_token() -> str:
@@ -222,42 +254,31 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
         async for update in self.updates(checked_id(request.match_id), token, request.after_seq, request.views):
             yield update.wire if isinstance(update, Posted) else update
 
-    @edge_stream
     async def Play(  # type: ignore[override]  # events go out serialized (gateway/server.py)
-        self, requests: AsyncIterator[matches_pb2.PlayRequest], context: Context
+        self, requests: AsyncIterator[matches_pb2.PlayRequest], context: Context, admit: Admit = unlimited
     ) -> AsyncIterator[bytes]:
         """Watch and Act on one stream: updates as Watch sends them, and each command's result. Every
         command gets exactly one result, even after the match's last update: once the updates have ended
         and every command read is answered, the stream still reads (and answers) commands until the client
         closes its side, or for `LINGER_S` more (a command sent as the match ended is still on its way).
-        Events go out serialized (`gateway/answers.py`)."""
-        token = bearer(context, required=False)
-        first = await anext(aiter(requests), None)
-        if first is None:
-            return
-        match_id = checked_id(first.match_id)
-        owner = self.router.owner(match_id)
-        events = PlayEvents()
-        answers = Answers(first.answer_on_update)
-        tasks: list[asyncio.Task[None]] = []
+        Events go out serialized (`gateway/answers.py`).
+
+        The busiest call of the service, so no layer stands between it and grpc: it ends itself through
+        `settle` (no `edge_stream`), and spends the caller's budget where it reads each command (`admit`,
+        from the guard in front of it: gateway/guard.py)."""
+        budget: StreamBudget | None = None
         stop: Unfollow | None = None
-
-        async def commands() -> None:
-            try:
-                async for request in requests:
-                    answers.asked()
-                    arrival = time.time_ns() // 1_000_000
-                    command = host_pb2.HostCommandRequest(  # its result carries no view: the stream's update does
-                        match_id=match_id, token_sha256=token, action=request.action, arrival_unix_ms=arrival,
-                        no_view=True,
-                    )
-                    events.push(await answer(owner, command, request.ref))
-            except Exception as error:  # the request stream itself failed (a message that cannot be read)
-                events.push(error)
-                return
-            events.push(CLOSED)
-
+        tasks: list[asyncio.Task[None]] = []
         try:
+            budget = admit(context)
+            token = bearer(context, required=False)
+            first = await anext(aiter(requests), None)
+            if first is None:
+                return
+            match_id = checked_id(first.match_id)
+            owner = self.router.owner(match_id)
+            events = PlayEvents()
+            answers = Answers(first.answer_on_update)
             watch = host_pb2.HostWatchRequest(
                 match_id=match_id, token_sha256=token, after_seq=first.after_seq, views=first.views
             )
@@ -265,7 +286,8 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                 stop = await owner.follow(watch, events)
             else:
                 tasks.append(asyncio.create_task(events.pumped(self._spectator_updates(watch))))
-            tasks.append(asyncio.create_task(commands()))
+            commanding = Commanding(owner, match_id, token, budget, answers, events)
+            tasks.append(asyncio.create_task(commanding.run(requests)))
             ended = closed = False
             while not (ended and closed and answers.unanswered == 0):
                 settled = ended and answers.unanswered == 0
@@ -286,11 +308,15 @@ class MatchesService(matches_pb2_grpc.MatchesServicer):
                 out = answers.update(event) if isinstance(event, Posted) else answers.result(event)
                 for sent in out:
                     yield sent
+        except Exception as error:
+            await settle(error, context, "Play")
         finally:
             if stop is not None:
                 stop()
             for task in tasks:
                 task.cancel()
+            if budget is not None:
+                budget.close()
 
     @edge
     async def GetView(self, request: matches_pb2.GetViewRequest, context: Context) -> matches_pb2.Update:

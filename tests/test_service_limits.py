@@ -215,6 +215,43 @@ def test_a_play_stream_counts_each_command_and_ends_refused_changing_nothing() -
     asyncio.run(asyncio.wait_for(main(), 60))
 
 
+def test_a_play_stream_over_the_open_stream_limit_is_refused_holding_nothing() -> None:
+    """The token's one stream is open: its second Play stream, on another connection, ends refused at once
+    (counted as a refused command, with the wait in `retry-after-ms`), and the first one still plays."""
+    settings = LimitSettings(rate_per_s=1000, burst=1000, max_watches=1)
+
+    async def main() -> None:
+        async with limited(settings) as service, Client(service.address) as one, Client(service.address) as two:
+            created = await one.create_match(SB, ["Ana", "Bia"])
+            match_id, token = created.match_id, created.tokens[0]
+            first = await one.seat(match_id, token).session()
+            events = aiter(first.events())
+            assert not isinstance(await anext(events), Result)
+            before = rejected("rate_limited")
+            second = await two.seat(match_id, token).session()
+            with pytest.raises(TablehallError) as over:
+                async for _ in second.events():
+                    raise AssertionError("a refused stream sends nothing")
+            assert_rate_limited(over.value)
+            assert "open streams" in str(over.value)
+            assert rejected("rate_limited") == before + 1
+            assert sorted(service.budgets.watches.values()) == [1, 1]  # the first stream's slots only
+            await first.send({"do": "ready"})
+            answered = [event async for event in _until_result(events)]
+            assert isinstance(answered[-1], Result) and answered[-1].error is None
+            await first.close()
+            await until(lambda: not service.budgets.watches, "the first stream to release its slots")
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+async def _until_result(events: AsyncIterator[object]) -> AsyncIterator[object]:
+    async for event in events:
+        yield event
+        if isinstance(event, Result):
+            return
+
+
 def test_a_tokens_budget_is_shared_by_its_connections_and_both_doors() -> None:
     settings = LimitSettings(rate_per_s=0.01, burst=4, max_watches=8)
 

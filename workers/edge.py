@@ -2,7 +2,8 @@
 error's gRPC status and stable code (both carried by the error's class, `workers.errors`), and a message a
 player can read.
 
-Servicer methods are wrapped by `edge` (unary) or `edge_stream` (server streaming). An unexpected
+Servicer methods are wrapped by `edge` (unary) or `edge_stream` (server streaming); the gateway's `Play`,
+whose every event would pass one more async generator, ends itself through `settle`. An unexpected
 exception is logged with its traceback on the server and reaches the caller as INTERNAL, never as a trace.
 A client that goes away is no error of the service: grpc's traceback for it becomes one debug line
 (`quiet_dropped_clients`).
@@ -27,6 +28,8 @@ log = logging.getLogger("tablehall")
 ERROR_CODE_KEY = "tablehall-error"
 MOVED_TO_KEY = "tablehall-moved-to"
 """Internal calls: with `wrong_owner`, where the match's partition went (the router sends it there)."""
+RETRY_AFTER_KEY = "retry-after-ms"
+"""With `rate_limited`: how long the caller waits before it tries again."""
 
 INTERNAL = "internal error: the service logged it"
 """What a caller reads when something unexpected failed (the traceback stays in the service's log)."""
@@ -58,9 +61,16 @@ def refusal(error: Exception, where: str) -> tuple[str, str]:
     return "internal", INTERNAL
 
 
+def trailers(error: Exception) -> tuple[tuple[str, str], ...]:
+    """What a refusal carries besides its status and message: its code, and when to try again."""
+    metadata: tuple[tuple[str, str], ...] = ((ERROR_CODE_KEY, getattr(error, "code", "internal")),)
+    if retry_after_ms := getattr(error, "retry_after_ms", 0):
+        metadata += ((RETRY_AFTER_KEY, str(retry_after_ms)),)
+    return metadata
+
+
 async def abort(context: grpc.aio.ServicerContext[Any, Any], error: Exception) -> NoReturn:
-    code = getattr(error, "code", "internal")
-    metadata: tuple[tuple[str, str], ...] = ((ERROR_CODE_KEY, code),)
+    metadata = trailers(error)
     if moved_to := getattr(error, "moved_to", ""):
         metadata += ((MOVED_TO_KEY, moved_to),)
     await context.abort(status_of(type(error)), shown(str(error)), metadata)
@@ -75,8 +85,7 @@ async def settle(error: Exception, context: grpc.aio.ServicerContext[Any, Any], 
     code, message = refusal(error, where)
     if where in COMMANDS:
         metrics.rejected(code).inc()
-    trailer = ((ERROR_CODE_KEY, code),) if isinstance(error, Known) else ()
-    await context.abort(status_of(type(error)), message, trailer)
+    await context.abort(status_of(type(error)), message, trailers(error) if isinstance(error, Known) else ())
     raise AssertionError("unreachable")  # context.abort raises
 
 

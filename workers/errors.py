@@ -76,10 +76,15 @@ class NotStarted(ServiceError):
 
 
 class RateLimited(ServiceError):
-    """A caller over its request budget or its open-stream limit (gateway/limits.py): retry later."""
+    """A caller over its request budget or its open-stream limit (gateway/limits.py): retry later, after
+    `retry_after_ms` (the `retry-after-ms` trailer)."""
 
     code = "rate_limited"
     status = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    def __init__(self, message: str, retry_after_ms: int = 0) -> None:
+        super().__init__(message)
+        self.retry_after_ms = retry_after_ms
 
 
 class SpectatorDelay(ServiceError):
