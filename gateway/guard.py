@@ -30,8 +30,9 @@ from workers import metrics
 from workers.edge import trailers
 from workers.errors import RateLimited
 
-COMMANDS = frozenset({"Act", "Play"})
-"""Whose refusals count in `tablehall_commands_rejected_total{code="rate_limited"}`."""
+COMMANDS = frozenset({"Act"})
+"""Whose refusals count in `tablehall_commands_rejected_total{code="rate_limited"}` (a `Play` stream's are
+counted where they are made: `refused`)."""
 
 
 def caller_keys(context: Any) -> tuple[str, ...]:

@@ -102,9 +102,9 @@ class Commanding:
         events = self.events
         try:
             async for request in requests:
+                arrival = time.time_ns() // 1_000_000  # stamped first (SB-10: arrival at the server)
                 self.budget.spend()
                 self.answers.asked()
-                arrival = time.time_ns() // 1_000_000
                 command = host_pb2.HostCommandRequest(  # its result carries no view: the stream's update does
                     match_id=self.match_id, token_sha256=self.token, action=request.action,
                     arrival_unix_ms=arrival, no_view=True,
