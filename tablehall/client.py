@@ -114,7 +114,10 @@ class SeatClient:
         opening = matches_pb2.PlayRequest(
             match_id=self.match_id, after_seq=after_seq, views=TYPED, answer_on_update=True
         )
-        await call.write(opening)
+        try:
+            await call.write(opening)
+        except grpc.aio.AioRpcError as error:  # refused at once (over a limit): the service ended the stream
+            raise TablehallError.of(error) from None
         return Session(call)
 
     async def view(self) -> tuple[int, dict[str, Any]]:
