@@ -17,8 +17,7 @@ from typing import Any, Generic, TypeVar
 import grpc
 
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
-from workers.edge import ERROR_CODE_KEY, MOVED_TO_KEY
-from workers.errors import Unavailable, error_for
+from workers.errors import ERROR_CODE_KEY, MOVED_TO_KEY, Unavailable, error_for
 from workers.following import Following, Sink, Unfollow
 from workers.outbox import Outbox
 from workers.wire import Posted

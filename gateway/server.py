@@ -147,7 +147,10 @@ def method_handlers(service: str, servicer: object) -> dict[str, grpc.RpcMethodH
 def _handler(method: MethodDescriptor, behavior: Callable[..., Any]) -> grpc.RpcMethodHandler:
     request = GetMessageClass(method.input_type)
     limit = limit_of(method.full_name)
-    name = method.full_name
+
+    def deserialize_streamed(data: bytes) -> Any:
+        """A stream's message: what cannot be read raises `Unreadable` where the servicer reads it."""
+        return read(request, data, limit)
 
     def deserialize(data: bytes) -> Any:
         """Never raises (grpc would answer UNKNOWN): what cannot be read is handed on as `Unreadable`."""
@@ -155,14 +158,6 @@ def _handler(method: MethodDescriptor, behavior: Callable[..., Any]) -> grpc.Rpc
             return read(request, data, limit)
         except Unreadable as unreadable:
             return unreadable
-
-    def deserialize_streamed(data: bytes) -> Any:
-        """A stream's message: what cannot be read raises `Unreadable` where the servicer reads it."""
-        try:
-            return read(request, data, limit)
-        except Unreadable as unreadable:
-            log.debug("%s: %s", name, unreadable)
-            raise
 
     serialize = passing(GetMessageClass(method.output_type))  # a stream's events may come serialized already
     if method.client_streaming:

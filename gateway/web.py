@@ -34,6 +34,7 @@ from starlette.types import Message, Receive, Scope, Send
 from gateway.connect_door import ConnectBridge
 from gateway.tls import ServerTls
 from gateway.web_bounds import BoundedGzip, Guarded
+from workers.errors import ERROR_CODE_KEY, RETRY_AFTER_KEY
 
 log = logging.getLogger("tablehall.web")
 
@@ -57,10 +58,10 @@ EXPOSED_HEADERS = (
     "grpc-status",
     "grpc-message",
     "grpc-status-details-bin",
-    "tablehall-error",
-    "trailer-tablehall-error",
-    "retry-after-ms",
-    "trailer-retry-after-ms",
+    ERROR_CODE_KEY,
+    f"trailer-{ERROR_CODE_KEY}",
+    RETRY_AFTER_KEY,
+    f"trailer-{RETRY_AFTER_KEY}",
 )
 """What a cross-origin browser may read back: gRPC-Web's status, the service's stable error code and its
 retry hint when a caller is over its limits."""

@@ -26,7 +26,8 @@ from connectrpc.request import RequestContext
 from google.protobuf.message import Message
 
 from gateway.bounds import MAX_BULK_REQUEST_BYTES, Unreadable, check_size, check_text, limit_of, not_a
-from workers.edge import ERROR_CODE_KEY, shown
+from workers.edge import shown
+from workers.errors import ERROR_CODE_KEY
 
 Receive = Callable[[], Awaitable[Any]]
 

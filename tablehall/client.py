@@ -26,6 +26,7 @@ from google.protobuf.json_format import ParseDict
 from google.protobuf.message import Message
 
 from protos.tablehall.v1 import actions_pb2, matches_pb2, matches_pb2_grpc
+from workers.errors import ERROR_CODE_KEY, RETRY_AFTER_KEY
 from workers.typed_views import as_dict, typed_of, view_dict
 from workers.typed_views.legal import action_message
 
@@ -33,10 +34,8 @@ __all__ = ["action_message", "as_dict", "typed_of", "view_dict"]  # the SDK's he
 
 TYPED = matches_pb2.VIEW_FORMAT_TYPED
 
-ERROR_CODE_KEY = "tablehall-error"
 REACH_S = 3.0
 """How long `Client.reachable` waits for the service to answer before saying it cannot be reached."""
-RETRY_AFTER_KEY = "retry-after-ms"
 
 
 class TablehallError(Exception):

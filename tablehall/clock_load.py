@@ -25,7 +25,7 @@ from protos.tablehall.v1 import host_pb2, host_pb2_grpc
 from tablehall.client import action_message
 from workers import event_loop
 from workers.bots.policy import choose
-from workers.edge import ERROR_CODE_KEY
+from workers.errors import ERROR_CODE_KEY
 from workers.games.catalog import SPECTACULAR_BID
 
 LOOK_AGAIN_S = 0.01

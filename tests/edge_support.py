@@ -18,7 +18,7 @@ from google.protobuf import descriptor_pool
 from google.protobuf.descriptor import MethodDescriptor
 
 from tests.web_support import CONNECT_STREAM, GRPC_WEB, LiveService, envelope, frames, live_service
-from workers.edge import ERROR_CODE_KEY
+from workers.errors import ERROR_CODE_KEY
 
 SERVICES = ("tablehall.v1.Matches", "tablehall.v1.Tournaments", "tablehall.v1.Lobby")
 DOORS = ("grpc", "connect", "grpc-web")

@@ -20,16 +20,10 @@ from typing import Any, NoReturn, TypeVar
 import grpc
 
 from workers import metrics
-from workers.errors import ServiceError, status_of
+from workers.errors import ERROR_CODE_KEY, MOVED_TO_KEY, RETRY_AFTER_KEY, ServiceError, status_of
 from workers.games.errors import RulesError
 
 log = logging.getLogger("tablehall")
-
-ERROR_CODE_KEY = "tablehall-error"
-MOVED_TO_KEY = "tablehall-moved-to"
-"""Internal calls: with `wrong_owner`, where the match's partition went (the router sends it there)."""
-RETRY_AFTER_KEY = "retry-after-ms"
-"""With `rate_limited`: how long the caller waits before it tries again."""
 
 INTERNAL = "internal error: the service logged it"
 """What a caller reads when something unexpected failed (the traceback stays in the service's log)."""

@@ -10,6 +10,13 @@ import grpc
 
 from workers.games.errors import IllegalAction, MalformedAction, RulesError
 
+ERROR_CODE_KEY = "tablehall-error"
+"""The trailer with a refusal's stable code (every door, every hop)."""
+MOVED_TO_KEY = "tablehall-moved-to"
+"""Internal calls: with `wrong_owner`, where the match's partition went (the router sends it there)."""
+RETRY_AFTER_KEY = "retry-after-ms"
+"""With `rate_limited`: how long the caller waits before it tries again."""
+
 
 class ServiceError(Exception):
     """Base of the service's refusals: `code` is stable across releases (the `tablehall-error` trailer,
