@@ -273,9 +273,9 @@ class MatchActor(Published):
             self.position.commitments.extend(commitments)
             self.position.logged += len(steps)
             self.position.change += 1
-            await self._published(was_over)
+            self._published(was_over)
 
-    async def _published(self, was_over: bool) -> None:
+    def _published(self, was_over: bool) -> None:
         """A change is in the log and in memory: tell the watchers, re-arm the timer, run the hooks."""
         match = self.match
         self._publish()
@@ -318,7 +318,7 @@ class MatchActor(Published):
         ahead = [e for e in entries if e.seq > self.position.logged]
         for _ in changes(self.game, self.position, ahead):
             was_over = self.snapshots[-1].over if self.snapshots else False
-            await self._published(was_over)
+            self._published(was_over)
         self.stale = False
         if ahead:
             log.warning("match %s: caught up with %d logged step(s) memory lacked", self.match_id, len(ahead))

@@ -267,12 +267,16 @@ class MatchHost:
         if partition not in self.held and partition in self.arriving:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.arriving[partition].wait(), ARRIVAL_WAIT_S)
+        self._serving(match_id, partition)
+        return partition
+
+    def _serving(self, match_id: str, partition: int) -> None:
+        """Refuse (NotOwner) unless this worker serves `partition` now."""
         held = self.held.get(partition)
         if held is None or held.leaving:
             raise self._refuse(match_id, partition)
         if self.valid_until is not None and asyncio.get_running_loop().time() > self.valid_until:
             raise NotOwner(f"worker {self.owner} does not own match {match_id}: its lease ran out")
-        return partition
 
     async def while_held(self, partitions: set[int], work: Awaitable[T]) -> T:
         """`work` (on the store, for these partitions), given up as unavailable if one of them is lost
@@ -296,6 +300,9 @@ class MatchHost:
 
     async def actor(self, match_id: str) -> MatchActor:
         """The match's actor: a live one, or an ended one loaded from the log (NotFound if none)."""
+        live = self._live(match_id)
+        if live is not None:
+            return live
         await self.owned(match_id)
         actor = self.actors.get(match_id) or self.ended.get(match_id)
         if actor is None:
@@ -303,6 +310,16 @@ class MatchHost:
         elif match_id in self.ended:
             self.ended.move_to_end(match_id)
         return actor
+
+    def _live(self, match_id: str) -> MatchActor | None:
+        """A running match's actor, its partition served here (NotOwner if no longer); None: not in memory,
+        or its partition not held (`actor` then waits for an arriving one, or refuses). The command path:
+        no hash of the id, no coroutine."""
+        live = self.actors.get(match_id)
+        if live is None or live.entry.partition not in self.held:
+            return None
+        self._serving(match_id, live.entry.partition)
+        return live
 
     async def _load(self, match_id: str) -> MatchActor:
         stored = await self.while_held({partition_of(match_id)}, self.storage.load(match_id))
@@ -378,7 +395,7 @@ class MatchHost:
         started = time.perf_counter()
         if request.arrival_unix_ms and self.hop:
             metrics.HOP.observe(max(0, time.time_ns() // 1_000_000 - request.arrival_unix_ms) / 1000)
-        actor = await self.actor(request.match_id)
+        actor = self._live(request.match_id) or await self.actor(request.match_id)
         claimed = request.seat if request.HasField("seat") else None
         try:
             seq, seat = await actor.command(

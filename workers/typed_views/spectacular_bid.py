@@ -130,15 +130,24 @@ def _layout_wire(layout: LayoutView) -> bytes:
     known = _LAYOUT.get(id(layout))
     if known is not None and known[0] is layout:
         return known[1]
-    records = _RECORDS
+    arms = _ARMS
     parts = [_record("lead", layout.lead)]
     for (_, tiles), name in zip(layout.lines, ARM_FIELDS, strict=True):
-        parts += [records.get((name, tile)) or _record(name, tile) for tile in tiles]
+        if tiles:
+            parts.append(arms.get((name, tiles)) or _arm(name, tiles))
     parts.append(_record("spinner", layout.spinner))
     parts += [_record("open_ends", end) for end in layout.open_ends]
     parts.append(_record("count", layout.count))
     built = field(LAYOUT_KEY, b"".join(parts))
     _kept(_LAYOUT, id(layout), (layout, built))
+    return built
+
+
+def _arm(name: str, tiles: tuple[str, ...]) -> bytes:
+    """One arm's tiles, in their order, as its repeated field (an arm changes by one tile a play: the others
+    are found here as they were)."""
+    built = b"".join([_RECORDS.get((name, tile)) or _record(name, tile) for tile in tiles])
+    _kept(_ARMS, (name, tiles), built)
     return built
 
 
@@ -152,6 +161,8 @@ def _record(name: str, value: Any) -> bytes:
     return known
 
 
+_ARMS: dict[tuple[str, tuple[str, ...]], bytes] = {}
+"""Each arm's serialized tiles, by its name and tiles."""
 _LAYOUT_TYPE: Any = views_pb2.SpectacularBidLayout
 _RECORDS: dict[tuple[str, Any], bytes] = {}
 """A layout's fields' records by value: a few hundred at most (28 tiles, 7 pips, counts to 60)."""
