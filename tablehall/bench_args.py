@@ -33,6 +33,12 @@ def add_commands(commands: Any) -> None:
     for figure in ("moves-per-s", "p99-ms", "cpu-ms"):  # boardgame.io's harness figures, printed beside ours
         load.add_argument(f"--peer-{figure}", type=float, default=None, help=f"the peer harness's {figure}")
     load.set_defaults(run=run_service)
+    path = kinds.add_parser("path", help="the service's CPU per command in one process, no gRPC (seeded: exact)")
+    path.add_argument("--matches", type=int, default=300)
+    path.add_argument("--concurrency", type=int, default=50)
+    path.add_argument("--game", default=SPECTACULAR_BID, choices=names())
+    path.add_argument("--seed", type=int, default=1, help="also seeds the service's deals, ids and tokens")
+    path.set_defaults(run=run_path)
     clocks = kinds.add_parser("clocks", help="timer lateness p50/p99/max with N running clocks on one worker")
     clocks.add_argument("--clocks", type=int, default=10_000)
     clocks.add_argument("--load", type=int, default=0, help="also with bots playing this many matches at a time")
@@ -139,6 +145,12 @@ def run_service(args: argparse.Namespace) -> int:
         args.address, args.matches, args.concurrency, args.game, args.seed, args.workers, args.database_url,
         peer if peer != Peer() else None,
     )
+
+
+def run_path(args: argparse.Namespace) -> int:
+    from tablehall.bench_path import bench_path
+
+    return bench_path(args.game, args.matches, args.concurrency, args.seed)
 
 
 def run_clocks(args: argparse.Namespace) -> int:

@@ -1,0 +1,186 @@
+"""`tablehall bench path`: the service's own work per command, in one process, without gRPC.
+
+`tablehall bench service` measures a command through gRPC on a machine whose speed drifts by a third within
+the hour, so a change worth a few percent is lost in its noise. This bench runs the same path the gateway's
+`Play` runs (`MatchesService.Play`, the router, the embedded `MatchHost` on the in-memory log, the views and
+their bytes) with bots in the same process and the same choices as `bench service`'s, handing requests in and
+taking the serialized events out where gRPC would. It prints the service's CPU per command (the process's,
+less the bots' own, timed around each of their steps) and the cyclic collector's share.
+
+`--seed` also seeds every random number the service draws here (deals, match ids, tokens): this process's
+`os.urandom` is replaced by a seeded generator (a bench switch, never in a service). Two runs of one tree then
+do exactly the same work, so under `valgrind --tool=cachegrind --cache-sim=no` the difference between a run of
+`--matches 80` and one of `--matches 20`, divided by the difference in commands, is the instructions a
+command costs: steady to a fraction of a percent, where CPU time is not (README, "Speed").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import random
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from gateway.service import MatchesService
+from gateway.workers import Router
+from protos.tablehall.v1 import actions_pb2, matches_pb2
+from tablehall.typed_bots import IN_PROGRESS, choose_typed
+from workers import event_loop
+from workers.clocks_first import clocks_first
+from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats
+from workers.host import MatchHost
+from workers.storage import MemoryStorage
+from workers.typed_views import typed_of
+from workers.typed_views.legal import action_message
+
+TYPED = matches_pb2.VIEW_FORMAT_TYPED
+OPTIONS: dict[str, dict[str, Any]] = {SPECTACULAR_BID: {}, FIVE_OH_ONE: {"decision_limit_s": 30.0}}
+
+
+@dataclass
+class Counts:
+    """What the measured part did: commands answered, the bots' CPU, the collector's passes and time."""
+
+    commands: int = 0
+    bots_s: float = 0.0
+    collections: int = 0
+    collector_s: float = 0.0
+    _began: float = field(default=0.0, repr=False)
+
+    def on_collection(self, phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.collections += 1
+            self.collector_s += time.perf_counter() - self._began
+
+
+class SeatContext:
+    """What `Play` and `CreateMatch` read of a gRPC call's context here: the caller's bearer token."""
+
+    def __init__(self, token: str) -> None:
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self.metadata
+
+    def peer(self) -> str:
+        return "ipv4:127.0.0.1:0"
+
+    def set_trailing_metadata(self, _metadata: Any) -> None:
+        pass
+
+    async def abort(self, code: Any, details: str = "", _trailing: Any = ()) -> None:
+        raise RuntimeError(f"{code}: {details}")  # a bench bot never sends what the service refuses
+
+
+@contextmanager
+def seeded_randomness(seed: int) -> Iterator[None]:
+    """This process's `os.urandom` (and so `secrets`) drawn from `random.Random(seed)` while it lasts."""
+    source = random.Random(seed)
+    saved = os.urandom, random._urandom  # type: ignore[attr-defined]  # secrets' SystemRandom reads this one
+    seeded = source.randbytes
+    os.urandom = random._urandom = seeded  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        os.urandom, random._urandom = saved  # type: ignore[attr-defined]
+
+
+async def _seat(service: MatchesService, match_id: str, token: str, rng: random.Random, counts: Counts) -> None:
+    """One bot on one `Play` stream, as `bench service`'s bots: it acts on its newest view, once its last
+    command is answered, and closes its side once the match is over."""
+    sends: asyncio.Queue[matches_pb2.PlayRequest | None] = asyncio.Queue()
+
+    async def requests() -> AsyncIterator[matches_pb2.PlayRequest]:
+        yield matches_pb2.PlayRequest(match_id=match_id, views=TYPED, answer_on_update=True)
+        while (request := await sends.get()) is not None:
+            yield request
+
+    seen = acted = ref = 0
+    view: Any = None
+    waiting = False
+    async for sent in service.Play(requests(), SeatContext(token)):
+        began = time.process_time()
+        event = matches_pb2.PlayEvent.FromString(sent)
+        results = [event.answered] if event.HasField("answered") else []
+        if event.HasField("update"):
+            if event.update.seq > seen:
+                seen, view = event.update.seq, typed_of(event.update)
+        else:
+            results.append(event.result)
+        for result in results:
+            waiting = False
+            if not result.HasField("error"):
+                acted = result.seq
+                counts.commands += 1
+        if not waiting and seen >= acted and view is not None:
+            action = choose_typed(view, rng)
+            if action is not None:
+                ref, waiting = ref + 1, True
+                typed = action if isinstance(action, actions_pb2.Action) else action_message(action)
+                sends.put_nowait(matches_pb2.PlayRequest(ref=ref, action=typed))
+            elif view.status != IN_PROGRESS:
+                sends.put_nowait(None)
+        counts.bots_s += time.process_time() - began
+
+
+async def _match(service: MatchesService, game: str, rng: random.Random, counts: Counts) -> None:
+    players = [chr(ord("A") + n) for n in range(fewest_seats(game))]
+    request = matches_pb2.CreateMatchRequest(game=game, players=players)
+    if game == FIVE_OH_ONE:
+        request.options.decision_limit_s = OPTIONS[game]["decision_limit_s"]
+    created = await service.CreateMatch(request, SeatContext(""))
+    seats = [_seat(service, created.match_id, s.token, random.Random(rng.random()), counts) for s in created.seats]
+    await asyncio.gather(*seats)
+
+
+async def _played(game: str, matches: int, concurrency: int, seed: int) -> tuple[Counts, float]:
+    """A warm-up of `concurrency` matches, then `matches` measured: the counts and the process's CPU seconds."""
+    clocks_first()  # the collector and switch interval as in every serving process
+    service = MatchesService(Router([MatchHost(MemoryStorage(), hop=False)]))
+    rng = random.Random(seed)
+    gate = asyncio.Semaphore(concurrency)
+    counts = Counts()
+
+    async def gated() -> None:
+        async with gate:
+            await _match(service, game, rng, counts)
+
+    await asyncio.gather(*(gated() for _ in range(concurrency)))
+    counts = Counts()
+    gc.callbacks.append(counts.on_collection)
+    began = time.process_time()
+    try:
+        await asyncio.gather(*(gated() for _ in range(matches)))
+    finally:
+        gc.callbacks.remove(counts.on_collection)
+    return counts, time.process_time() - began
+
+
+def bench_path(game: str, matches: int, concurrency: int, seed: int) -> int:
+    with seeded_randomness(seed):
+        counts, cpu_s = event_loop.run(_played(game, matches, concurrency, seed))
+    served = max(1, counts.commands)
+    title = f"tablehall bench path: {matches} {game} matches, {concurrency} at a time, one process, no gRPC"
+    table = Table(title=title)
+    columns = ("commands", "service CPU µs a command", "collector µs a command", "collections", "bots µs a command")
+    for column in columns:
+        table.add_column(column, justify="right")
+    table.add_row(
+        f"{counts.commands:,}",
+        f"{(cpu_s - counts.bots_s) / served * 1e6:.1f}",
+        f"{counts.collector_s / served * 1e6:.1f}",
+        f"{counts.collections:,}",
+        f"{counts.bots_s / served * 1e6:.1f}",
+    )
+    Console().print(table)
+    return 0
