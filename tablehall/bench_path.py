@@ -20,6 +20,7 @@ import asyncio
 import gc
 import os
 import random
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -63,8 +64,12 @@ class Counts:
             self.collector_s += time.perf_counter() - self._began
 
 
+class Refused(Exception):
+    """The service ended a bot's call with an error (a bench bot only sends what its view allows)."""
+
+
 class SeatContext:
-    """What `Play` and `CreateMatch` read of a gRPC call's context here: the caller's bearer token."""
+    """What `Play` and `CreateMatch` use of a gRPC call's context: the caller's bearer token, and `abort`."""
 
     def __init__(self, token: str) -> None:
         self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
@@ -72,14 +77,8 @@ class SeatContext:
     def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
         return self.metadata
 
-    def peer(self) -> str:
-        return "ipv4:127.0.0.1:0"
-
-    def set_trailing_metadata(self, _metadata: Any) -> None:
-        pass
-
     async def abort(self, code: Any, details: str = "", _trailing: Any = ()) -> None:
-        raise RuntimeError(f"{code}: {details}")  # a bench bot never sends what the service refuses
+        raise Refused(f"{getattr(code, 'name', code)}: {details}")
 
 
 @contextmanager
@@ -167,8 +166,12 @@ async def _played(game: str, matches: int, concurrency: int, seed: int) -> tuple
 
 
 def bench_path(game: str, matches: int, concurrency: int, seed: int) -> int:
-    with seeded_randomness(seed):
-        counts, cpu_s = event_loop.run(_played(game, matches, concurrency, seed))
+    try:
+        with seeded_randomness(seed):
+            counts, cpu_s = event_loop.run(_played(game, matches, concurrency, seed))
+    except Refused as refused:
+        print(f"tablehall bench path: the service refused a bot's call ({refused})", file=sys.stderr)
+        return 1
     served = max(1, counts.commands)
     title = f"tablehall bench path: {matches} {game} matches, {concurrency} at a time, one process, no gRPC"
     table = Table(title=title)

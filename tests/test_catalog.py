@@ -97,6 +97,7 @@ def test_the_command_lines_game_choices_are_the_catalog() -> None:
         "tablehall bench tables", "tablehall tables create", "tablehall tournament create",
         "tablehall bench lobby", "tablehall lobby join", "tablehall lobby challenge open",
         "tablehall lobby challenge list", "tablehall bench bots", "tablehall lobby bot", "tablehall bench views",
+        "tablehall bench path",
     }  # fmt: skip
     for command, flag in flags.items():
         choices = list(flag.choices or ())
