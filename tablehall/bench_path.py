@@ -27,25 +27,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from google.protobuf.json_format import ParseDict
 from rich.console import Console
 from rich.table import Table
 
 from gateway.service import MatchesService
 from gateway.workers import Router
 from protos.tablehall.v1 import actions_pb2, matches_pb2
+from tablehall.bench_service import OPTIONS, PLAYERS
 from tablehall.typed_bots import IN_PROGRESS, choose_typed
 from workers import event_loop
 from workers.clocks_first import clocks_first
-from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats
 from workers.host import MatchHost
 from workers.storage import MemoryStorage
 from workers.typed_views import typed_of
 from workers.typed_views.legal import action_message
 
 TYPED = matches_pb2.VIEW_FORMAT_TYPED
-OPTIONS: dict[str, dict[str, Any]] = {SPECTACULAR_BID: {}, FIVE_OH_ONE: {"decision_limit_s": 30.0}}
-
-
 @dataclass
 class Counts:
     """What the measured part did: commands answered, the bots' CPU, the collector's passes and time."""
@@ -133,10 +131,8 @@ async def _seat(service: MatchesService, match_id: str, token: str, rng: random.
 
 
 async def _match(service: MatchesService, game: str, rng: random.Random, counts: Counts) -> None:
-    players = [chr(ord("A") + n) for n in range(fewest_seats(game))]
-    request = matches_pb2.CreateMatchRequest(game=game, players=players)
-    if game == FIVE_OH_ONE:
-        request.options.decision_limit_s = OPTIONS[game]["decision_limit_s"]
+    request = matches_pb2.CreateMatchRequest(game=game, players=PLAYERS[game])  # as `bench service` makes them
+    ParseDict(OPTIONS[game], request.options)
     created = await service.CreateMatch(request, SeatContext(""))
     seats = [_seat(service, created.match_id, s.token, random.Random(rng.random()), counts) for s in created.seats]
     await asyncio.gather(*seats)
