@@ -35,6 +35,7 @@ from gateway.service import MatchesService
 from gateway.workers import Router
 from protos.tablehall.v1 import actions_pb2, matches_pb2
 from tablehall.bench_service import OPTIONS, PLAYERS
+from tablehall.client import TYPED
 from tablehall.typed_bots import IN_PROGRESS, choose_typed
 from workers import event_loop
 from workers.clocks_first import clocks_first
@@ -43,7 +44,7 @@ from workers.storage import MemoryStorage
 from workers.typed_views import typed_of
 from workers.typed_views.legal import action_message
 
-TYPED = matches_pb2.VIEW_FORMAT_TYPED
+
 @dataclass
 class Counts:
     """What the measured part did: commands answered, the bots' CPU, the collector's passes and time."""
