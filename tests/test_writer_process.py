@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Coroutine
@@ -25,7 +26,7 @@ from tests.durability import DB_BACKENDS, REPO, database
 from tests.processes import stop_process
 from tests.writer_processes import BOUND_S, logged, outlived_by_none
 from workers.sql import SqlStorage
-from workers.sql.writer_process import ProcessCommitter, WriterGone
+from workers.sql.writer_process import CHUNK, ProcessCommitter, Reading, WriterGone, frame, frames
 from workers.storage import LogEntry, MatchEntry, Progress
 
 
@@ -220,3 +221,34 @@ def test_the_writer_killed_fails_the_ops_held_back_behind_what_it_held(
         assert [e.seq for e in await storage.log("m")] == list(range(1, len(logged) + 2))
 
     _with_one_match(db_url, monkeypatch, body)
+
+
+def test_a_frame_larger_than_one_read_arrives_whole_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each side reads at most CHUNK bytes at a time into a buffer it keeps: an op (here a step whose action
+    is three reads long) and a batch's answer are put together from several reads."""
+
+    async def body(storage: SqlStorage, writer: ProcessCommitter, epoch: int) -> None:
+        big = {"n": "x" * (3 * CHUNK)}
+        await asyncio.gather(
+            _appending(storage, epoch, 1),
+            storage.append_all("m", 0, epoch, [LogEntry(2, 2, "command", 0, big, 2)], Progress()),
+        )
+        assert [(e.seq, len(str(e.action))) for e in await storage.log("m")] == [(1, len(str({"n": 1}))), (2, len(str(big)))]
+        assert writer.stats.ops >= 2
+
+    with database("sqlite", tmp_path) as url:
+        _with_one_match(url, monkeypatch, body)
+
+
+def test_frames_are_taken_whole_from_reads_cut_anywhere() -> None:
+    """What `Reading` appends is taken off as whole frames, whatever the cuts between reads."""
+    sent = [frame(("op", n, "y" * n)) for n in (0, 1, 700, CHUNK + 5)]
+    stream = b"".join(sent)
+    ours, theirs = socket.socketpair()
+    inbox, reading, found = bytearray(), Reading(), []
+    with ours, theirs:
+        for cut in range(0, len(stream), 997):
+            ours.sendall(stream[cut : cut + 997])
+            assert reading.into(theirs, inbox) == len(stream[cut : cut + 997])
+            found += frames(inbox)
+        assert found == [("op", n, "y" * n) for n in (0, 1, 700, CHUNK + 5)] and not inbox

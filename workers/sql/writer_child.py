@@ -12,7 +12,7 @@ import threading
 
 from workers.sql.batching import GroupCommitter, Op
 from workers.sql.log_writer import LogWriter, writing_engine
-from workers.sql.writer_process import frame, frames
+from workers.sql.writer_process import Reading, frame, frames
 
 
 class _ChildCommitter(GroupCommitter):
@@ -48,11 +48,10 @@ def run(fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the serving process decides when this one ends:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # it closes the socket, and we end after the last batch
     sock = socket.socket(fileno=fd)
-    inbox = bytearray()
+    inbox, reading = bytearray(), Reading()
     committer: _ChildCommitter | None = None
     numbers: dict[int, int] = {}
-    while chunk := _received(sock):
-        inbox += chunk
+    while _received(sock, reading, inbox):
         for message in frames(inbox):
             if committer is None:
                 committer = _committer(sock, numbers, *message)
@@ -66,12 +65,13 @@ def run(fd: int) -> None:
     sock.close()
 
 
-def _received(sock: socket.socket) -> bytes:
-    """The next bytes from the serving process; b"" once it closed its end (or was killed: a reset)."""
+def _received(sock: socket.socket, reading: Reading, inbox: bytearray) -> int:
+    """The next bytes from the serving process onto `inbox`: how many, 0 once it closed its end (or was
+    killed: a reset)."""
     try:
-        return sock.recv(1 << 20)
+        return reading.into(sock, inbox)
     except OSError:
-        return b""
+        return 0
 
 
 def _committer(
