@@ -38,6 +38,7 @@ def add_commands(commands: Any) -> None:
     path.add_argument("--concurrency", type=int, default=50)
     path.add_argument("--game", default=SPECTACULAR_BID, choices=names())
     path.add_argument("--seed", type=int, default=1, help="also seeds the service's deals, ids and tokens")
+    path.add_argument("--database-url", default="memory", help="memory (default), or a scratch database's URL")
     path.set_defaults(run=run_path)
     clocks = kinds.add_parser("clocks", help="timer lateness p50/p99/max with N running clocks on one worker")
     clocks.add_argument("--clocks", type=int, default=10_000)
@@ -150,7 +151,7 @@ def run_service(args: argparse.Namespace) -> int:
 def run_path(args: argparse.Namespace) -> int:
     from tablehall.bench_path import bench_path
 
-    return bench_path(args.game, args.matches, args.concurrency, args.seed)
+    return bench_path(args.game, args.matches, args.concurrency, args.seed, args.database_url)
 
 
 def run_clocks(args: argparse.Namespace) -> int:

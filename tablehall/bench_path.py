@@ -12,6 +12,11 @@ less the bots' own, timed around each of their steps) and the cyclic collector's
 do exactly the same work, so under `valgrind --tool=cachegrind --cache-sim=no` the difference between a run of
 `--matches 80` and one of `--matches 20`, divided by the difference in commands, is the instructions a
 command costs: steady to a fraction of a percent, where CPU time is not (README, "Speed").
+
+`--database-url` runs the durable path instead: the service's SQL storage with its log writer in a process of
+its own, as `tablehall serve` has it (a scratch database: the bench claims its partitions). It also prints the
+writer's CPU a command. The commits' timing then orders the matches' draws, so the commands differ a little
+from run to run: compare the CPU a command, not instruction totals.
 """
 
 from __future__ import annotations
@@ -34,13 +39,13 @@ from rich.table import Table
 from gateway.service import MatchesService
 from gateway.workers import Router
 from protos.tablehall.v1 import actions_pb2, matches_pb2
-from tablehall.bench_service import OPTIONS, PLAYERS
+from tablehall.bench_service import OPTIONS, PLAYERS, cpu_seconds
 from tablehall.client import TYPED
 from tablehall.typed_bots import IN_PROGRESS, choose_typed
 from workers import event_loop
 from workers.clocks_first import clocks_first
 from workers.host import MatchHost
-from workers.storage import MemoryStorage
+from workers.settings import MEMORY, fork_log_writers, open_storage
 from workers.typed_views import typed_of
 from workers.typed_views.legal import action_message
 
@@ -51,6 +56,8 @@ class Counts:
 
     commands: int = 0
     bots_s: float = 0.0
+    writer_s: float = 0.0
+    """The log writer process's CPU (durable runs)."""
     collections: int = 0
     collector_s: float = 0.0
     _began: float = field(default=0.0, repr=False)
@@ -139,10 +146,22 @@ async def _match(service: MatchesService, game: str, rng: random.Random, counts:
     await asyncio.gather(*seats)
 
 
-async def _played(game: str, matches: int, concurrency: int, seed: int) -> tuple[Counts, float]:
+async def _played(game: str, matches: int, concurrency: int, seed: int, url: str) -> tuple[Counts, float]:
     """A warm-up of `concurrency` matches, then `matches` measured: the counts and the process's CPU seconds."""
     clocks_first()  # the collector and switch interval as in every serving process
-    service = MatchesService(Router([MatchHost(MemoryStorage(), hop=False)]))
+    storage = await open_storage(url)
+    host = MatchHost(storage, hop=False)
+    try:
+        await host.start()
+        return await _measured(MatchesService(Router([host])), game, matches, concurrency, seed)
+    finally:
+        await host.stop()
+        await storage.close()
+
+
+async def _measured(
+    service: MatchesService, game: str, matches: int, concurrency: int, seed: int
+) -> tuple[Counts, float]:
     rng = random.Random(seed)
     gate = asyncio.Semaphore(concurrency)
     counts = Counts()
@@ -154,33 +173,45 @@ async def _played(game: str, matches: int, concurrency: int, seed: int) -> tuple
     await asyncio.gather(*(gated() for _ in range(concurrency)))
     counts = Counts()
     gc.callbacks.append(counts.on_collection)
-    began = time.process_time()
+    began, writer_began = time.process_time(), _writer_cpu_s()
     try:
         await asyncio.gather(*(gated() for _ in range(matches)))
     finally:
         gc.callbacks.remove(counts.on_collection)
+    counts.writer_s = _writer_cpu_s() - writer_began
     return counts, time.process_time() - began
 
 
-def bench_path(game: str, matches: int, concurrency: int, seed: int) -> int:
+def _writer_cpu_s() -> float:
+    """The CPU seconds of this process's log writer (0 without one)."""
+    return cpu_seconds(os.getpid()).get("log writer", 0.0)
+
+
+def bench_path(game: str, matches: int, concurrency: int, seed: int, url: str = MEMORY) -> int:
+    fork_log_writers(url)  # as `tablehall serve` does: the log's writer a process, forked while we have one thread
     try:
         with seeded_randomness(seed):
-            counts, cpu_s = event_loop.run(_played(game, matches, concurrency, seed))
+            counts, cpu_s = event_loop.run(_played(game, matches, concurrency, seed, url))
     except Refused as refused:
         print(f"tablehall bench path: the service refused a bot's call ({refused})", file=sys.stderr)
         return 1
     served = max(1, counts.commands)
-    title = f"tablehall bench path: {matches} {game} matches, {concurrency} at a time, one process, no gRPC"
+    storage = "in memory" if url == MEMORY else "durable, its log writer a process"
+    title = f"tablehall bench path: {matches} {game} matches, {concurrency} at a time, one process ({storage}), no gRPC"
     table = Table(title=title)
-    columns = ("commands", "service CPU µs a command", "collector µs a command", "collections", "bots µs a command")
-    for column in columns:
-        table.add_column(column, justify="right")
-    table.add_row(
+    columns = ["commands", "service CPU µs a command", "collector µs a command", "collections", "bots µs a command"]
+    row = [
         f"{counts.commands:,}",
         f"{(cpu_s - counts.bots_s) / served * 1e6:.1f}",
         f"{counts.collector_s / served * 1e6:.1f}",
         f"{counts.collections:,}",
         f"{counts.bots_s / served * 1e6:.1f}",
-    )
+    ]
+    if url != MEMORY:
+        columns.append("log writer µs a command")
+        row.append(f"{counts.writer_s / served * 1e6:.1f}")
+    for column in columns:
+        table.add_column(column, justify="right")
+    table.add_row(*row)
     Console().print(table)
     return 0

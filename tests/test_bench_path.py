@@ -1,12 +1,15 @@
 """`tablehall bench path` as a real process: both games' commands go through the service's own path, and a
-seed makes two runs do exactly the same work (what an instruction count of the path relies on)."""
+seed makes two runs do exactly the same work (what an instruction count of the path relies on); with a
+database, the durable path, its log writer a process."""
 
 from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, text
 
 from tablehall.bench_path import seeded_randomness
 from tests.test_cli_edges import run
@@ -35,3 +38,21 @@ def test_seeded_randomness_repeats_and_hands_back_the_os_source() -> None:
     with seeded_randomness(3):
         assert os.urandom(16) == drawn
     assert os.urandom is real
+
+
+def test_a_durable_run_goes_through_the_log_writer_process(tmp_path: Path) -> None:
+    """With a database the same path commits every change through the service's storage and its writer
+    process, whose CPU a command is printed beside the service's."""
+    url = f"sqlite:///{tmp_path / 'path.db'}"
+    ran = run("bench", "path", "--matches", "2", "--concurrency", "2", "--database-url", url, stdin="")
+    assert ran.code == 0, ran.err[-3000:]
+    assert "Traceback" not in ran.err
+    assert "durable" in ran.out and "log writer" in ran.out
+    assert _commands(ran.out) > 2 * 20
+    row = next(line for line in ran.out.splitlines() if re.match(r"\s*│\s*[\d,]+\s*│", line))
+    assert float(row.split("│")[-2]) > 0, "the writer process did the commits"
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        finished = conn.execute(text("SELECT count(*) FROM matches WHERE status = 'finished'")).scalar()
+    engine.dispose()
+    assert finished is not None and finished >= 2
