@@ -3,8 +3,8 @@
 killed -9 leaves no writer behind and loses nothing it acknowledged; the writer killed -9 fails only the
 writes it held (their outcome unknown), and the next write starts a new one; a caller that gave up before
 its op left is never written; ops that come while the writer holds unanswered ones leave together once it
-answered (given up meanwhile, never; the writer killed meanwhile, they fail at once); frames longer than one
-read, or cut anywhere between reads, arrive whole. The serving roles' forked writers: tests/test_writer_fork.py."""
+answered (given up meanwhile, never; the writer killed meanwhile, they fail at once); a frame longer than one
+read, and frames cut anywhere between reads, arrive whole. The serving roles' forked writers: tests/test_writer_fork.py."""
 
 from __future__ import annotations
 
@@ -223,9 +223,9 @@ def test_the_writer_killed_fails_the_ops_held_back_behind_what_it_held(
     _with_one_match(db_url, monkeypatch, body)
 
 
-def test_a_frame_larger_than_one_read_arrives_whole_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each side reads at most CHUNK bytes at a time into a buffer it keeps: an op (here a step whose action
-    is three reads long) and a batch's answer are put together from several reads."""
+def test_an_op_longer_than_one_read_reaches_the_writer_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each side reads at most CHUNK bytes at a time into a buffer it keeps: the writer puts a frame of ops
+    three reads long (a step with a large action) together from several reads, commits it, and answers."""
 
     async def body(storage: SqlStorage, writer: ProcessCommitter, epoch: int) -> None:
         big = {"n": "x" * (3 * CHUNK)}
