@@ -4,7 +4,8 @@ killed -9 leaves no writer behind and loses nothing it acknowledged; the writer 
 writes it held (their outcome unknown), and the next write starts a new one; a caller that gave up before
 its op left is never written; ops that come while the writer holds unanswered ones leave together once it
 answered (given up meanwhile, never; the writer killed meanwhile, they fail at once); a frame longer than one
-read, and frames cut anywhere between reads, arrive whole. The serving roles' forked writers: tests/test_writer_fork.py."""
+read, and frames cut anywhere between reads, arrive whole. The serving roles' forked writers:
+tests/test_writer_fork.py."""
 
 from __future__ import annotations
 
