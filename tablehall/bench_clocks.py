@@ -199,7 +199,7 @@ def bench_clocks(clocks: int, load: int, swiss: int, window_s: float, seed: int,
         print("tablehall bench clocks: --clocks ≥ 1, --load ≥ 0, --swiss ≥ 0, --window > 0", flush=True)
         return 2
     try:
-        phases, full_pass = event_loop.run(run(clocks, load, swiss, window_s, seed, in_thread))
+        phases, full_pass = event_loop.serve(run(clocks, load, swiss, window_s, seed, in_thread))  # as a worker runs
     except KeyboardInterrupt:
         return 130
     except clock_load.BotsEnded as error:

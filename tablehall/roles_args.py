@@ -106,7 +106,7 @@ def run_serve(args: argparse.Namespace) -> int:
     tls = server_tls(args)
     if not args.workers:
         fork_log_writers(args.database_url)
-    event_loop.run(serve(host, port, args.workers or 0, args.database_url, args.metrics_port, web, tls))
+    event_loop.serve(serve(host, port, args.workers or 0, args.database_url, args.metrics_port, web, tls))
     return 0
 
 
@@ -120,7 +120,7 @@ def run_gateway(args: argparse.Namespace) -> int:
     web = WebSettings.of(args.web_port, args.cors_origins, None)
     if cannot_listen("gateway", *settings(args.host, args.port)):
         return EXIT_CANNOT_START
-    event_loop.run(
+    event_loop.serve(
         gateway_role(
             *settings(args.host, args.port), args.workers, args.worker_address, args.metrics_port, web,
             server_tls(args), args.database_url,
@@ -141,7 +141,7 @@ def run_worker(args: argparse.Namespace) -> int:
         port = args.port if args.port is not None else int(os.environ.get("TABLEHALL_WORKER_PORT", "0"))
     if port and cannot_listen("worker", args.host, port):
         return EXIT_CANNOT_START
-    return event_loop.run(
+    return event_loop.serve(
         worker_role(
             args.ordinal, args.workers, args.host, args.port, args.database_url, args.metrics_port, args.advertise,
         )

@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 import uvloop
 
+from workers import loop_first
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -36,3 +38,19 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(main)` on this process's loop."""
     with asyncio.Runner(loop_factory=LOOPS[loop_name()]) as runner:
         return runner.run(main)
+
+
+def serve(main: Coroutine[Any, Any, T]) -> T:
+    """`run(main)` for a serving process (serve, gateway, worker): its loop's thread first, every other
+    thread of the process and each read thread at a lower priority (`loop_first`)."""
+    with asyncio.Runner(loop_factory=LOOPS[loop_name()]) as runner:
+        runner.get_loop().set_default_executor(loop_first.read_threads())
+        return runner.run(_loop_first(main))
+
+
+async def _loop_first(main: Coroutine[Any, Any, T]) -> T:
+    keeper = asyncio.create_task(loop_first.keep_aside(), name="tablehall-loop-first")
+    try:
+        return await main
+    finally:
+        keeper.cancel()

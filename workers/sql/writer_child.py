@@ -10,6 +10,7 @@ import socket
 import sys
 import threading
 
+from workers import loop_first
 from workers.sql.batching import GroupCommitter, Op
 from workers.sql.log_writer import LogWriter, writing_engine
 from workers.sql.writer_process import Reading, frame, frames
@@ -45,6 +46,7 @@ def _sendable(outcome: object) -> object:
 
 def run(fd: int) -> None:
     """Read ops until the socket closes, commit them in groups, answer each batch."""
+    loop_first.step_aside()  # the serving process's loop first (its threads inherit this)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the serving process decides when this one ends:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # it closes the socket, and we end after the last batch
     sock = socket.socket(fileno=fd)

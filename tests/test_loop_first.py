@@ -1,0 +1,116 @@
+"""The event loop's thread first (workers/loop_first.py): in a real `tablehall serve` on a database file, every
+thread but the loop's and the log writer process run at nice 5, the loop's thread at the process's own;
+a thread is only ever lowered; the setting's bad values fall back to the default, and 0 turns it off."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.durability import REPO
+from tests.metrics_support import until
+from tests.processes import stop_process
+from tests.writer_processes import BOUND_S, descendants
+from workers import loop_first
+from workers.sql.writer_fork import WRITER_NAME
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
+
+
+def _nice(pid: int, thread: int | None = None) -> int:
+    """A thread's (or a process's main thread's) nice value as /proc shows it (field 19 of stat)."""
+    path = Path(f"/proc/{pid}/task/{thread or pid}/stat")
+    return int(path.read_text().rsplit(")", 1)[1].split()[16])
+
+
+def _threads(pid: int) -> list[int]:
+    return [int(name) for name in os.listdir(f"/proc/{pid}/task")]
+
+
+def test_a_serving_process_runs_every_thread_but_its_loop_and_its_writer_at_a_lower_priority(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("TABLEHALL_LOG_WRITER", loop_first.ENV)}
+    command = [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0", "--web-port", "off"]
+    url = f"sqlite:///{tmp_path / 'first.db'}"
+    with (tmp_path / "said.txt").open("w") as said:
+        server = subprocess.Popen(
+            [*command, "--database-url", url], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=said, text=True
+        )
+        try:
+            assert server.stdout is not None
+            assert "serving on" in server.stdout.readline()
+            pid = server.pid
+
+            def lowered() -> bool:
+                return all(_nice(pid, thread) == loop_first.DEFAULT_NICE for thread in _threads(pid) if thread != pid)
+
+            until(lowered, BOUND_S, "every thread but the loop's at nice 5")
+            assert len(_threads(pid)) > 2  # gRPC's poller and the read threads among them
+            assert _nice(pid) == 0  # the loop's thread: the process's own priority
+            writers = [child for child, comm in descendants(pid).items() if comm == WRITER_NAME]
+            assert writers, descendants(pid)
+            assert [_nice(writer) for writer in writers] == [loop_first.DEFAULT_NICE] * len(writers)
+        finally:
+            stop_process(server)
+    assert server.returncode == 0, (tmp_path / "said.txt").read_text()[-2000:]
+
+
+def test_every_thread_but_the_loops_steps_aside_in_a_process_of_its_own() -> None:
+    script = textwrap.dedent(
+        """
+        import os, threading
+        from workers import loop_first
+        release = threading.Event()
+        started = [threading.Thread(target=release.wait) for _ in range(3)]
+        for thread in started:
+            thread.start()
+        changed = loop_first.threads_aside(threading.get_native_id(), 7)
+        again = loop_first.threads_aside(threading.get_native_id(), 7)
+        print(changed, again, os.getpriority(os.PRIO_PROCESS, 0),
+              *sorted(os.getpriority(os.PRIO_PROCESS, thread.native_id) for thread in started))
+        release.set()
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=BOUND_S)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["3", "0", "0", "7", "7", "7"]
+
+
+def test_a_thread_is_lowered_and_never_raised_back() -> None:
+    release, ready = threading.Event(), threading.Event()
+
+    def waits() -> None:
+        ready.set()
+        release.wait()
+
+    thread = threading.Thread(target=waits)
+    thread.start()
+    try:
+        ready.wait()
+        tid = thread.native_id
+        assert tid is not None
+        assert loop_first.step_aside(tid, 6) is True
+        assert os.getpriority(os.PRIO_PROCESS, tid) == 6
+        assert loop_first.step_aside(tid, 3) is False  # never back up (that would need a privilege)
+        assert loop_first.step_aside(tid, 0) is False  # 0: off
+        assert os.getpriority(os.PRIO_PROCESS, tid) == 6
+    finally:
+        release.set()
+        thread.join()
+
+
+@pytest.mark.parametrize(
+    ("text", "nice"), [("", 5), ("10", 10), ("0", 0), (" 19 ", 19), ("20", 5), ("-1", 5), ("x" * 10_000, 5)]
+)
+def test_the_setting(text: str, nice: int, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="workers.loop_first"):
+        assert loop_first.beside_nice({loop_first.ENV: text}) == nice
+    said = " ".join(record.getMessage() for record in caplog.records)
+    assert bool(said) == (nice == 5 and text != "")
+    assert len(said) < 200  # a huge value is not echoed
