@@ -1,19 +1,23 @@
 """The event loop's thread first (workers/loop_first.py): in a real `tablehall serve` on a database file, every
-thread but the loop's and the log writer process run at nice 5, the loop's thread at the process's own;
-a thread is only ever lowered; the setting's bad values fall back to the default, and 0 turns it off."""
+thread but the loop's and the log writer process run at nice 5, the loop's thread at the process's own; a
+worker's heartbeat thread keeps the loop's priority; a thread is only ever lowered; the setting's bad values
+fall back to the default, and 0 turns it off."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tablehall.bench_service import children
 from tests.durability import REPO
 from tests.metrics_support import until
 from tests.processes import stop_process
@@ -34,9 +38,11 @@ def _threads(pid: int) -> list[int]:
     return [int(name) for name in os.listdir(f"/proc/{pid}/task")]
 
 
-def test_a_serving_process_runs_every_thread_but_its_loop_and_its_writer_at_a_lower_priority(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _serving(tmp_path: Path, *flags: str) -> Iterator[int]:
+    """A real `tablehall serve` on a database file, as a user starts it: its pid once it serves."""
     env = {k: v for k, v in os.environ.items() if k not in ("TABLEHALL_LOG_WRITER", loop_first.ENV)}
-    command = [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0", "--web-port", "off"]
+    command = [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0", "--web-port", "off", *flags]
     url = f"sqlite:///{tmp_path / 'first.db'}"
     with (tmp_path / "said.txt").open("w") as said:
         server = subprocess.Popen(
@@ -45,41 +51,64 @@ def test_a_serving_process_runs_every_thread_but_its_loop_and_its_writer_at_a_lo
         try:
             assert server.stdout is not None
             assert "serving on" in server.stdout.readline()
-            pid = server.pid
-
-            def lowered() -> bool:
-                return all(_nice(pid, thread) == loop_first.DEFAULT_NICE for thread in _threads(pid) if thread != pid)
-
-            until(lowered, BOUND_S, "every thread but the loop's at nice 5")
-            assert len(_threads(pid)) > 2  # gRPC's poller and the read threads among them
-            assert _nice(pid) == 0  # the loop's thread: the process's own priority
-            writers = [child for child, comm in descendants(pid).items() if comm == WRITER_NAME]
-            assert writers, descendants(pid)
-            assert [_nice(writer) for writer in writers] == [loop_first.DEFAULT_NICE] * len(writers)
+            yield server.pid
         finally:
             stop_process(server)
     assert server.returncode == 0, (tmp_path / "said.txt").read_text()[-2000:]
 
 
-def test_every_thread_but_the_loops_steps_aside_in_a_process_of_its_own() -> None:
+def test_a_serving_process_runs_every_thread_but_its_loop_and_its_writer_at_a_lower_priority(tmp_path: Path) -> None:
+    with _serving(tmp_path) as pid:
+
+
+        def lowered() -> bool:
+            return all(_nice(pid, thread) == loop_first.DEFAULT_NICE for thread in _threads(pid) if thread != pid)
+
+        until(lowered, BOUND_S, "every thread but the loop's at nice 5")
+        assert len(_threads(pid)) > 2  # gRPC's poller and the read threads among them
+        assert _nice(pid) == 0  # the loop's thread: the process's own priority
+        writers = [child for child, comm in descendants(pid).items() if comm == WRITER_NAME]
+        assert writers, descendants(pid)
+        assert [_nice(writer) for writer in writers] == [loop_first.DEFAULT_NICE] * len(writers)
+
+
+def test_a_worker_keeps_its_loop_and_its_heartbeat_first(tmp_path: Path) -> None:
+    with _serving(tmp_path, "--workers", "1") as pid:
+        def workers() -> list[int]:
+            return [child for child in children(pid) if b"worker" in Path(f"/proc/{child}/cmdline").read_bytes()]
+
+        until(workers, BOUND_S, "the worker process")
+        (worker,) = workers()
+
+        def at_the_loops_priority() -> list[int]:
+            return [thread for thread in _threads(worker) if _nice(worker, thread) == 0]
+
+        until(lambda: len(at_the_loops_priority()) == 2, BOUND_S, "every thread but the loop and heartbeat lowered")
+        assert worker in at_the_loops_priority()  # its loop, and one more: the heartbeat (the leases' own)
+        assert len(_threads(worker)) > 4
+        assert {_nice(worker, thread) for thread in _threads(worker)} == {0, loop_first.DEFAULT_NICE}
+
+
+def test_every_thread_but_the_loops_and_the_heartbeat_steps_aside_in_a_process_of_its_own() -> None:
     script = textwrap.dedent(
         """
         import os, threading
         from workers import loop_first
         release = threading.Event()
         started = [threading.Thread(target=release.wait) for _ in range(3)]
-        for thread in started:
+        heartbeat = threading.Thread(target=release.wait, name=loop_first.HEARTBEAT_THREAD)
+        for thread in [*started, heartbeat]:
             thread.start()
         changed = loop_first.threads_aside(threading.get_native_id(), 7)
         again = loop_first.threads_aside(threading.get_native_id(), 7)
-        print(changed, again, os.getpriority(os.PRIO_PROCESS, 0),
+        print(changed, again, os.getpriority(os.PRIO_PROCESS, 0), os.getpriority(os.PRIO_PROCESS, heartbeat.native_id),
               *sorted(os.getpriority(os.PRIO_PROCESS, thread.native_id) for thread in started))
         release.set()
         """
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=BOUND_S)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["3", "0", "0", "7", "7", "7"]
+    assert done.stdout.split() == ["3", "0", "0", "0", "7", "7", "7"]  # changed, again, loop, heartbeat, others
 
 
 def test_a_thread_is_lowered_and_never_raised_back() -> None:

@@ -30,6 +30,7 @@ from workers import metrics
 from workers.dial import dial
 from workers.host import MatchHost
 from workers.leases import LeaseLost, LeaseTable, MemberState, plan, targets
+from workers.loop_first import HEARTBEAT_THREAD
 
 log = logging.getLogger("tablehall.leases")
 
@@ -102,7 +103,7 @@ class LeaseKeeper:
         self.host.valid_until = sent + (self.lease_ms - self.settings.beat_ms) / 1000
         await self.tick()
         self._loop.call_soon(self._turn)
-        self._thread = threading.Thread(target=self._beat, name="tablehall-heartbeat", daemon=True)
+        self._thread = threading.Thread(target=self._beat, name=HEARTBEAT_THREAD, daemon=True)
         self._thread.start()
         self._acting = asyncio.create_task(self._run())
 

@@ -5,11 +5,11 @@ scheduler lets the loop run first and they take what it leaves. They wait for a 
 preempt the loop less (README, Speed: on SQLite, the loop was preempted half as often and the service ran
 7-17 % faster in alternating pairs).
 
-Linux gives each thread its own nice value and a new thread its creator's, so the loop's thread stays at
-the process's priority while the others are lowered: at the loop's start (`threads_aside`), each read
-thread as it starts (`read_threads`), and at `SWEEPS_S` the threads a library started since
-(`keep_aside`). A nice value is only ever raised: lowering one needs a privilege the service does not ask
-for. Elsewhere than Linux nothing changes.
+Linux gives each thread its own nice value and a new thread its creator's, so the loop's thread (and a
+worker's heartbeat) stays at the process's priority while the others are lowered: at the loop's start
+(`threads_aside`), each read thread as it starts (`read_threads`), and at `SWEEPS_S` the threads a library
+started since (`keep_aside`). A nice value is only ever raised: lowering one needs a privilege the service
+does not ask for. Elsewhere than Linux nothing changes.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ DEFAULT_NICE = 5
 """Low enough that the loop's wake-ups win a core over them, high enough that the log writer, gRPC's poller
 and the read threads, which the loop's commands wait for, still get one soon (5 and 10 measured alike)."""
 MAX_NICE = 19
+HEARTBEAT_THREAD = "tablehall-heartbeat"
+"""A worker's lease heartbeat thread (`keeper`) keeps the loop's priority: a heartbeat late by its lease
+loses the worker its partitions, and it needs a core for moments only."""
 SWEEPS_S = (0.0, 1.0, 5.0)
 """When every other thread is lowered: at the loop's start, a second after (gRPC's threads start with the
 server), then every 5 s (threads that libraries start later: a pool's feeder, gRPC's)."""
@@ -66,13 +69,15 @@ def step_aside(thread_id: int = 0, nice: int | None = None) -> bool:
 
 
 def threads_aside(loop_thread: int, nice: int | None = None) -> int:
-    """Every thread of this process but `loop_thread` (a native thread id) stepped aside; how many changed."""
+    """Every thread of this process but `loop_thread` (a native thread id) and the heartbeat stepped aside;
+    how many changed."""
     nice = beside_nice() if nice is None else nice
     try:
         threads = [int(name) for name in os.listdir("/proc/self/task")]
     except OSError:
         return 0
-    return sum(step_aside(thread, nice) for thread in threads if thread != loop_thread)
+    first = {loop_thread} | {t.native_id for t in threading.enumerate() if t.name == HEARTBEAT_THREAD}
+    return sum(step_aside(thread, nice) for thread in threads if thread not in first)
 
 
 def read_threads() -> ThreadPoolExecutor:
