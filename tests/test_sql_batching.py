@@ -9,7 +9,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from workers.sql.batching import GroupCommitter, Op
+from workers.sql.batching import GroupCommitter, Op, batches
 
 
 class Numbered(Op):
@@ -77,3 +77,15 @@ def test_a_batch_wakes_its_loop_once() -> None:
         assert len(wakes) == 2  # one per batch, not one per op
 
     asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def test_ops_are_grouped_as_the_writer_thread_groups_them() -> None:
+    """Up to `max_batch` a batch, in queue order; a solo op (a claim) in a batch of its own."""
+
+    class Solo(Op):
+        solo = True
+
+    ops = [Op(), Op(), Solo(), Op(), Op(), Op(), Solo(), Solo(), Op()]
+    grouped = batches(ops, max_batch=2)
+    assert [[ops.index(op) for op in batch] for batch in grouped] == [[0, 1], [2], [3, 4], [5], [6], [7], [8]]
+    assert batches([], max_batch=2) == []

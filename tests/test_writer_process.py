@@ -3,7 +3,8 @@
 killed -9 leaves no writer behind and loses nothing it acknowledged; the writer killed -9 fails only the
 writes it held (their outcome unknown), and the next write starts a new one; a caller that gave up before
 its op left is never written; ops that come while the writer holds unanswered ones leave together once it
-answered (given up meanwhile, never; the writer killed meanwhile, they fail at once); a frame longer than one
+answered (given up meanwhile, never; the writer killed meanwhile, they fail at once) and are committed in
+the writer's batches (a claim alone, a fenced-out write failing alone); a frame longer than one
 read, and frames cut anywhere between reads, arrive whole. The serving roles' forked writers:
 tests/test_writer_fork.py."""
 
@@ -28,7 +29,7 @@ from tests.processes import stop_process
 from tests.writer_processes import BOUND_S, logged, outlived_by_none
 from workers.sql import SqlStorage
 from workers.sql.writer_process import CHUNK, ProcessCommitter, Reading, WriterGone, frame, frames
-from workers.storage import LogEntry, MatchEntry, Progress
+from workers.storage import FencedOut, LogEntry, MatchEntry, Progress
 
 
 @pytest.fixture(params=DB_BACKENDS)
@@ -175,6 +176,33 @@ def test_ops_that_come_while_the_writer_holds_others_leave_together_once_it_answ
         assert writer._waiting and len(writer._outbox) == 2, "held back while the first is with the writer"
         await asyncio.gather(first, *later)
         assert writer.stats.batches == batches + 2 and writer.stats.largest == 2, "the two went as one batch"
+        assert [e.seq for e in await storage.log("m")] == [1, 2, 3]
+
+    _with_one_match(db_url, monkeypatch, body)
+
+
+def test_a_frame_is_committed_in_the_writers_batches_a_claim_alone_a_fenced_write_failing_alone(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ops held back behind a first one leave as one frame; the writer commits them in order, a claim in a
+    transaction of its own, and answers each batch; a write fenced out fails alone."""
+
+    async def body(storage: SqlStorage, writer: ProcessCommitter, epoch: int) -> None:
+        first = _appending(storage, epoch, 1)
+        await _sent(writer)
+        batches = writer.stats.batches
+        second = _appending(storage, epoch, 2)
+        claim = asyncio.ensure_future(storage.claim("other", [5]))
+        fenced = _appending(storage, epoch - 1, 3)
+        third = _appending(storage, epoch, 3)
+        await asyncio.sleep(0)
+        assert len(writer._outbox) == 4, "all four held back behind the first"
+        await asyncio.gather(first, second, third)
+        assert (await claim)[5] >= 1
+        with pytest.raises(FencedOut):
+            await fenced
+        assert writer.stats.batches == batches + 4, "the first; then the append, the claim, the last two"
+        assert writer.stats.largest == 2
         assert [e.seq for e in await storage.log("m")] == [1, 2, 3]
 
     _with_one_match(db_url, monkeypatch, body)

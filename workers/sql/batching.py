@@ -70,6 +70,33 @@ def _settle(ops: Sequence[Op], outcomes: Sequence[object]) -> None:
             op.future.set_result(outcome)
 
 
+def outcomes(apply: Apply, batch: Sequence[Op], stats: Stats) -> list[object]:
+    """Per op, its result or its exception: the batch in one transaction, or each alone if that fails."""
+    try:
+        found = apply(batch)
+    except Exception as exc:
+        if len(batch) == 1:
+            return [exc]
+        log.warning("a batch of %d writes failed (%s); retrying each alone", len(batch), exc)
+        stats.retried += 1
+        return [outcomes(apply, [op], stats)[0] for op in batch]
+    stats.batches += 1
+    stats.ops += len(batch)
+    stats.largest = max(stats.largest, len(batch))
+    return found
+
+
+def batches(ops: Sequence[Op], max_batch: int) -> list[list[Op]]:
+    """`ops` in queue order as the writer thread groups them: up to `max_batch` a batch, a `solo` op alone."""
+    found: list[list[Op]] = []
+    for op in ops:
+        if op.solo or not found or found[-1][-1].solo or len(found[-1]) >= max_batch:
+            found.append([op])
+        else:
+            found[-1].append(op)
+    return found
+
+
 @dataclass
 class GroupCommitter:
     apply: Apply
@@ -147,19 +174,7 @@ class GroupCommitter:
         return op.dropped or op.future.cancelled()
 
     def _outcomes(self, batch: list[Op]) -> list[object]:
-        """Per op, its result or its exception: the batch in one transaction, or each alone if that fails."""
-        try:
-            outcomes = self.apply(batch)
-        except Exception as exc:
-            if len(batch) == 1:
-                return [exc]
-            log.warning("a batch of %d writes failed (%s); retrying each alone", len(batch), exc)
-            self.stats.retried += 1
-            return [self._outcomes([op])[0] for op in batch]
-        self.stats.batches += 1
-        self.stats.ops += len(batch)
-        self.stats.largest = max(self.stats.largest, len(batch))
-        return outcomes
+        return outcomes(self.apply, batch, self.stats)
 
     def _answer(self, batch: list[Op], outcomes: list[object]) -> None:
         """Wake each loop that waits on the batch once, with all of its ops' outcomes."""

@@ -1,5 +1,10 @@
-"""The log's writer process (`writer_process`): reads ops off its socket until it closes, commits them in
-groups (`batching.GroupCommitter`, as the writer thread does), and answers each batch with one frame."""
+"""The log's writer process (`writer_process`): reads frames of ops off its socket until it closes and commits
+each frame's ops in the order they came, in batches as the writer thread groups them (`batching.batches`:
+up to `max_batch` ops, a solo op alone), answering each batch with one frame.
+
+One thread: the serving process sends a frame only once the one before it is answered, so the ops that
+queued meanwhile arrive as one frame and a frame is the group commit's group. Reading and committing in
+one thread spares every batch a hand-over between two threads (a wake-up and the interpreter's lock)."""
 
 from __future__ import annotations
 
@@ -11,26 +16,27 @@ import sys
 import threading
 
 from workers import loop_first
-from workers.sql.batching import GroupCommitter, Op
+from workers.sql.batching import Op, Stats, batches, outcomes
 from workers.sql.log_writer import LogWriter, writing_engine
 from workers.sql.writer_process import Reading, frame, frames
 
 
-class _ChildCommitter(GroupCommitter):
-    """The child's group commit: ops come off the socket, outcomes go back on it (one frame a batch)."""
+class _Committer:
+    """The writer's connection, and how a frame of numbered ops is committed and answered."""
 
-    sock: socket.socket
-    numbers: dict[int, int]
-    writer: LogWriter
+    def __init__(self, sock: socket.socket, url: str, synchronous: str | None, max_batch: int) -> None:
+        self.sock, self.max_batch, self.stats = sock, max_batch, Stats()
+        self.writer = LogWriter(writing_engine(url, synchronous))
+        self.writer.connect()
 
-    def _gave_up(self, op: Op) -> bool:
-        return False
-
-    def _answer(self, batch: list[Op], outcomes: list[object]) -> None:
-        numbers = self.numbers
-        answered = [(numbers.pop(id(op)), _sendable(outcome)) for op, outcome in zip(batch, outcomes, strict=True)]
-        with contextlib.suppress(OSError):  # the serving process is gone: nobody waits for this answer
-            self.sock.sendall(frame((len(batch), answered)))
+    def commit(self, numbered: list[tuple[int, Op]]) -> None:
+        """Every batch of the frame committed (or refused, op by op) and answered, in order."""
+        numbers = {id(op): number for number, op in numbered}
+        for batch in batches([op for _, op in numbered], self.max_batch):
+            found = outcomes(self.writer.apply, batch, self.stats)
+            answered = [(numbers[id(op)], _sendable(outcome)) for op, outcome in zip(batch, found, strict=True)]
+            with contextlib.suppress(OSError):  # the serving process is gone: nobody waits for this answer
+                self.sock.sendall(frame((len(batch), answered)))
 
 
 def _sendable(outcome: object) -> object:
@@ -45,24 +51,20 @@ def _sendable(outcome: object) -> object:
 
 
 def run(fd: int) -> None:
-    """Read ops until the socket closes, commit them in groups, answer each batch."""
-    loop_first.step_aside()  # the serving process's loop first (its threads inherit this)
+    """Read frames until the socket closes, commit and answer each; the first one is the config."""
+    loop_first.step_aside()  # the serving process's loop first
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the serving process decides when this one ends:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # it closes the socket, and we end after the last batch
     sock = socket.socket(fileno=fd)
     inbox, reading = bytearray(), Reading()
-    committer: _ChildCommitter | None = None
-    numbers: dict[int, int] = {}
+    committer: _Committer | None = None
     while _received(sock, reading, inbox):
         for message in frames(inbox):
-            if committer is None:
-                committer = _committer(sock, numbers, *message)
-                continue
-            for number, op in message:
-                numbers[id(op)] = number
-                committer.put(op)
+            if committer is None:  # imported SQLAlchemy and connected only now: nothing is answered before
+                committer = _Committer(sock, *message)
+            else:
+                committer.commit(message)
     if committer is not None:
-        committer.close()
         committer.writer.close()
     sock.close()
 
@@ -76,18 +78,6 @@ def _received(sock: socket.socket, reading: Reading, inbox: bytearray) -> int:
         return 0
 
 
-def _committer(
-    sock: socket.socket, numbers: dict[int, int], url: str, synchronous: str | None, max_batch: int
-) -> _ChildCommitter:
-    """The writer's engine and group commit (imported here: the child answers nothing before its config)."""
-    writer = LogWriter(writing_engine(url, synchronous))
-    writer.connect()
-    committer = _ChildCommitter(writer.apply, max_batch=max_batch, name="tablehall-log-writer")
-    committer.sock, committer.numbers = sock, numbers
-    committer.writer = writer
-    return committer
-
-
 if __name__ == "__main__":
-    threading.current_thread().name = "tablehall-log-writer-reader"
+    threading.current_thread().name = "tablehall-log-writer"
     run(int(sys.argv[1]))

@@ -1,6 +1,6 @@
 """The log's writer in a process of its own: the group commit of `batching.GroupCommitter`, run by a child
-with an interpreter of its own, so that a batch never waits for the serving process's event loop to hand
-over the GIL, nor the loop for the batch's Python work.
+with an interpreter of its own (`writer_child`, one thread), so that a batch never waits for the serving
+process's event loop to hand over the GIL, nor the loop for the batch's Python work.
 
 Why: in the writer thread each statement's way back into the interpreter waited up to the switch interval
 for a saturated loop, so a batch of ~9 appends took ~8 ms while its own work was ~1.5 ms of CPU, and every
