@@ -2,14 +2,14 @@
 its other threads (gRPC's poller, the read threads, the pools' feeders, a log writer thread) and its log
 writer process run at a lower CPU priority, nice `beside_nice()`, so that on a machine short of cores the
 scheduler lets the loop run first and they take what it leaves. They wait for a core more often and
-preempt the loop less (README, Speed: on SQLite, the loop was preempted half as often and the service ran
-7-17 % faster in alternating pairs).
+preempt the loop less (README, Speed: on SQLite the loop was preempted about half as often, and the service
+ran 2-10 % faster in three alternating pairs).
 
 Linux gives each thread its own nice value and a new thread its creator's, so the loop's thread (and a
 worker's heartbeat) stays at the process's priority while the others are lowered: at the loop's start
 (`threads_aside`), each read thread as it starts (`read_threads`), and at `SWEEPS_S` the threads a library
-started since (`keep_aside`). A nice value is only ever raised: lowering one needs a privilege the service
-does not ask for. Elsewhere than Linux nothing changes.
+started since (`keep_aside`). A thread's priority is only ever lowered (its nice value raised): raising it
+back would need a privilege the service does not ask for. Elsewhere than Linux nothing changes.
 """
 
 from __future__ import annotations
