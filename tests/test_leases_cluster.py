@@ -105,7 +105,7 @@ def test_a_worker_cut_off_from_the_database_stops_before_another_takes_over(pg_u
                 cut_at = unix_ms()
                 give_up = cut_at + 60_000
                 while any(pid in lease.owner for lease in (await f.table()).partitions.values()):
-                    assert unix_ms() < give_up, "nobody took the cut worker's partitions over"
+                    assert unix_ms() < give_up, f"nobody took the cut worker's partitions over:\n{f.logs()}"
                     await asyncio.sleep(0.05)
                 await f.settled()
                 # it stopped answering when its lease ran out by its own clock; once it could not renew within
