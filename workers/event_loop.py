@@ -43,13 +43,14 @@ def run(main: Coroutine[Any, Any, T]) -> T:
 def serve(main: Coroutine[Any, Any, T]) -> T:
     """`run(main)` for a serving process (serve, gateway, worker): its loop's thread first, every other
     thread of the process and each read thread at a lower priority (`loop_first`)."""
+    nice = loop_first.beside_nice()  # the setting read (and a bad one said) once for the process
     with asyncio.Runner(loop_factory=LOOPS[loop_name()]) as runner:
-        runner.get_loop().set_default_executor(loop_first.read_threads())
-        return runner.run(_loop_first(main))
+        runner.get_loop().set_default_executor(loop_first.read_threads(nice))
+        return runner.run(_loop_first(main, nice))
 
 
-async def _loop_first(main: Coroutine[Any, Any, T]) -> T:
-    keeper = asyncio.create_task(loop_first.keep_aside(), name="tablehall-loop-first")
+async def _loop_first(main: Coroutine[Any, Any, T], nice: int) -> T:
+    keeper = asyncio.create_task(loop_first.keep_aside(nice), name="tablehall-loop-first")
     try:
         return await main
     finally:

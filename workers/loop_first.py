@@ -80,16 +80,16 @@ def threads_aside(loop_thread: int, nice: int | None = None) -> int:
     return sum(step_aside(thread, nice) for thread in threads if thread not in first)
 
 
-def read_threads() -> ThreadPoolExecutor:
-    """The loop's default executor (`asyncio.to_thread`): each of its threads steps aside as it starts."""
-    return ThreadPoolExecutor(thread_name_prefix="tablehall-read", initializer=step_aside)
+def read_threads(nice: int) -> ThreadPoolExecutor:
+    """The loop's default executor (`asyncio.to_thread`): each of its threads steps aside to `nice` as it
+    starts."""
+    return ThreadPoolExecutor(thread_name_prefix="tablehall-read", initializer=step_aside, initargs=(0, nice))
 
 
-async def keep_aside(sweeps_s: tuple[float, ...] = SWEEPS_S) -> None:
-    """On the loop's thread, until cancelled: every other thread of the process stepped aside after each
-    wait of `sweeps_s`, the last one repeated."""
+async def keep_aside(nice: int, sweeps_s: tuple[float, ...] = SWEEPS_S) -> None:
+    """On the loop's thread, until cancelled: every other thread of the process stepped aside to `nice` after
+    each wait of `sweeps_s`, the last one repeated."""
     loop_thread = threading.get_native_id()
-    nice = beside_nice()
     if nice <= 0:
         return
     for wait_s in itertools.chain(sweeps_s, itertools.repeat(sweeps_s[-1])):
