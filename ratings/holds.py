@@ -166,6 +166,30 @@ def behind(match_id: Any, updated_unix_ms: Any, now: Any) -> Any:
     )
 
 
+def blocked(now: Any) -> Any:
+    """The ids `behind` is true of, as one set for the backlog: each finished, unrated match that ended within
+    the window after another such match of one of its players. Each player's unrated matches are ranked once
+    (a window function), so the backlog costs about its unrated matches, not each of them times every match
+    of its players (the correlated `behind`, 0.3 s a read for 400 unrated matches of the same two players).
+    A match that ended before the window is never behind: whatever is earlier ended before it too."""
+    t, s, done = m.matches, m.seats, r.rated_matches
+    unrated = (
+        select(t.c.id, t.c.updated_unix_ms)
+        .where(
+            t.c.status == "finished",
+            t.c.updated_unix_ms >= now - ORDER_WINDOW_MS,
+            ~select(done.c.match_id).where(done.c.match_id == t.c.id).exists(),
+        )
+        .subquery("unrated")
+    )
+    first = func.first_value(unrated.c.id).over(
+        partition_by=s.c.player_id, order_by=(unrated.c.updated_unix_ms, unrated.c.id)
+    )
+    seated = select(unrated.c.id, first.label("first")).select_from(unrated.join(s, s.c.match_id == unrated.c.id))
+    ranked = seated.subquery("ranked")
+    return select(ranked.c.id).where(ranked.c.id != ranked.c.first)
+
+
 @functools.cache
 def _delay_query() -> Any:
     d = _delays().subquery()

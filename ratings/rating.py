@@ -293,7 +293,7 @@ def _backlog_query() -> Any:
             ~select(done.c.match_id).where(done.c.match_id == t.c.id).exists(),
             ~holds.delayed(t.c.id, holds.NOW),
             ~holds.entered(t.c.id, t.c.updated_unix_ms, holds.NOW),
-            ~holds.behind(t.c.id, t.c.updated_unix_ms, holds.NOW),
+            t.c.id.not_in(holds.blocked(holds.NOW)),
         )
         .order_by(t.c.updated_unix_ms, t.c.id)
         .limit(bindparam("limit", type_=Integer))

@@ -30,6 +30,10 @@ def add_commands(commands: Any) -> None:
     load.add_argument("--seed", type=int, default=1)
     load.add_argument("--workers", type=int, default=0, help="worker processes behind the gateway (0: in process)")
     load.add_argument("--database-url", default="memory", help="memory (default), or a database URL")
+    load.add_argument(
+        "--same-players", action="store_true",
+        help="every match between the same players (each rating waits for the one before: the backlog's worst case)",
+    )
     for figure in ("moves-per-s", "p99-ms", "cpu-ms"):  # boardgame.io's harness figures, printed beside ours
         load.add_argument(f"--peer-{figure}", type=float, default=None, help=f"the peer harness's {figure}")
     load.set_defaults(run=run_service)
@@ -144,7 +148,7 @@ def run_service(args: argparse.Namespace) -> int:
     peer = Peer(args.peer_moves_per_s, args.peer_p99_ms, args.peer_cpu_ms)
     return bench_service(
         args.address, args.matches, args.concurrency, args.game, args.seed, args.workers, args.database_url,
-        peer if peer != Peer() else None,
+        peer if peer != Peer() else None, args.same_players,
     )
 
 

@@ -36,6 +36,14 @@ from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats, na
 from workers.sql.writer_fork import FORK_SERVER_NAME, WRITER_NAME
 
 PLAYERS = {game: list("ABCD")[: fewest_seats(game)] for game in names()}
+"""The seats' letters; each match is between players of its own (`players_of`)."""
+
+
+def players_of(game: str, number: int, run: str, same: bool) -> list[str]:
+    """The players of the bench's match `number`: their own, as a service's players are in one match at a time
+    (a player's rating waits for their previous match's: ratings/holds.py `behind`), or with `same` the same
+    players for every match, so that each rating waits for the one before it (the backlog's worst case)."""
+    return PLAYERS[game] if same else [f"{seat}{run}-{number}" for seat in PLAYERS[game]]
 DECISION_LIMIT_S = 30.0
 """501♠ has no resignation: the bench's 501♠ matches carry this decision limit, so a match it leaves (Ctrl-C,
 an error) ends on time within it instead of staying in progress; its bots answer in milliseconds."""
@@ -54,6 +62,8 @@ class Tally:
     """Refused commands by error code (`illegal_action`: the match had moved on — a deadline, another seat)."""
     dropped: Counter[str] = field(default_factory=Counter)
     """Streams that broke or were cancelled, by why (each resumed after the last update seen)."""
+    same_players: bool = False
+    """Every match between the same players (`--same-players`)."""
     finished: int = 0
     resigned: int = 0
     """Matches the bench ended by resigning a seat (interrupted, or a bot gave up)."""
@@ -225,9 +235,9 @@ async def _session(seat: SeatClient, rng: random.Random, tally: Tally, after: in
             await session.close()
 
 
-async def one_match(client: Client, game: str, rng: random.Random, tally: Tally) -> None:
+async def one_match(client: Client, game: str, players: list[str], rng: random.Random, tally: Tally) -> None:
     """Bots play every seat; whatever stops them (Ctrl-C, a bot giving up), the match does not stay running."""
-    creating = asyncio.ensure_future(client.create_match(game, PLAYERS[game], OPTIONS[game]))
+    creating = asyncio.ensure_future(client.create_match(game, players, OPTIONS[game]))
     try:
         created = await asyncio.shield(creating)
     except TablehallError as error:  # refused, cancelled, unavailable under load: counted, the bench goes on
@@ -292,10 +302,14 @@ async def run(
     seed: int,
     workers: int,
     database_url: str,
+    same_players: bool = False,
 ) -> None:
     """Play `matches` matches, `concurrency` at a time, counting into `tally`. The matches run in one task
     group: an error stops the others, and each ends its match on the way out (`one_match`)."""
     rng = random.Random(seed)
+    tally.same_players = same_players
+    run_tag = f"{time.time_ns() % 36**4:x}"
+    """Player names of this run's own (a database kept from an earlier run has that run's players)."""
     async with service(address, workers, database_url) as (where, pid), contextlib.AsyncExitStack() as stack:
         pool = [await stack.enter_async_context(Client(where)) for _ in range(channels(concurrency))]
         client = pool[0]
@@ -314,11 +328,12 @@ async def run(
 
             spread = Spread(len(pool))
 
-            async def gated() -> None:
+            async def gated(number: int) -> None:
+                players = players_of(game, number, run_tag, same_players)
                 async with gate:
                     connection = spread.take()
                     try:
-                        await one_match(pool[connection], game, rng, tally)
+                        await one_match(pool[connection], game, players, rng, tally)
                     finally:
                         spread.give_back(connection)
                 progress.advance(task)
@@ -327,8 +342,8 @@ async def run(
             started, cpu, loop = time.perf_counter(), cpu_seconds(pid), LoopCounters.read(pid)
             try:
                 async with asyncio.TaskGroup() as playing:
-                    for _ in range(matches):
-                        playing.create_task(gated())
+                    for number in range(matches):
+                        playing.create_task(gated(number))
             finally:
                 stop.set()
                 await pings
@@ -339,13 +354,13 @@ async def run(
 
 def bench_service(
     address: str | None, matches: int, concurrency: int, game: str, seed: int, workers: int, database_url: str,
-    peer: Peer | None = None,
+    peer: Peer | None = None, same_players: bool = False,
 ) -> int:  # fmt: skip
     """Exit 0 with the figures; 130 on Ctrl-C, 1 when the service failed, 2 when it could not start — each
     with one line saying how the bench's unfinished matches were ended."""
     tally = Tally()
     try:
-        event_loop.run(run(tally, address, matches, concurrency, game, seed, workers, database_url))
+        event_loop.run(run(tally, address, matches, concurrency, game, seed, workers, database_url, same_players))
     except KeyboardInterrupt:
         print(f"tablehall bench service: interrupted; {ended(tally)}", file=sys.stderr)
         return 130
@@ -384,6 +399,7 @@ def report(
     out = Console() if sys.stdout.isatty() else Console(width=200)  # piped, the figures keep their width
     wall = tally.wall_s
     where = address or f"{workers or 'no'} worker processes, storage {database_url}"
+    where += "; every match between the same players" if tally.same_players else "; each match's players its own"
     table = Table(title=f"tablehall bench service: {matches} {game} matches, {concurrency} at a time ({where})")
     for column in ("commands", "commands/s", "command p50", "command p99", "ping p50", "ping p99", "p50 ratio"):
         table.add_column(column, justify="right")

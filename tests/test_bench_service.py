@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, text
 
 from gateway.server import start_gateway
 from gateway.workers import Router
@@ -34,6 +35,23 @@ def test_a_small_bench_plays_every_match_and_prints_its_figures(game: str) -> No
     assert "command p50" in ran.out and "CPU per command" in ran.out
     assert re.search(r"event-loop thread: [\d.]+ ms of CPU a command, on a core \d+% of the time, waiting for one "
                      r"\d+%, preempted [\d,]+ times a second", ran.out), ran.out  # fmt: skip
+
+
+@pytest.mark.parametrize("same", [False, True])
+def test_each_bench_match_has_players_of_its_own_unless_asked_for_the_same(same: bool, tmp_path: Path) -> None:
+    """Players are in one match at a time, as a service's are; `--same-players` seats the same two in every
+    match (each rating then waits for the one before: the rating backlog's worst case)."""
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+    flags = ["--same-players"] if same else []
+    ran = run("bench", "service", "--matches", "4", "--concurrency", "4", "--database-url", url, *flags, stdin="")
+    assert ran.code == 0 and "4 matches played to the end" in ran.out, ran.err[-3000:]
+    assert ("every match between the same players" in ran.out) is same, ran.out
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        seated = conn.execute(text("SELECT match_id, player_id FROM seats")).all()
+    engine.dispose()
+    assert len({match for match, _ in seated}) == 4
+    assert len({player for _, player in seated}) == (2 if same else 8)
 
 
 def test_the_loop_share_is_the_counters_difference_over_the_run() -> None:

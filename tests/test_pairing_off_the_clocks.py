@@ -16,7 +16,7 @@ from typing import Any
 
 from gateway.tournaments.organizers import create_organizer
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_grpc
-from tablehall.bench_service import Tally, children, one_match
+from tablehall.bench_service import Tally, children, one_match, players_of
 from tablehall.client import Client
 from tests.metrics_support import Served, serve_with_metrics, value
 from tests.tournament_hall import Hall, run_hall
@@ -74,7 +74,8 @@ async def _body(served: Served, key: str) -> tuple[Any, Any, list[dict[str, Any]
         tables = await clock_tables(stub, auth)
         tally = Tally()
         rng = random.Random(1)
-        bots = asyncio.gather(*(one_match(client, "spectacular-bid", rng, tally) for _ in range(4)))
+        seats = [players_of("spectacular-bid", n, "bots", same=False) for n in range(4)]
+        bots = asyncio.gather(*(one_match(client, "spectacular-bid", who, rng, tally) for who in seats))
         request = tournaments_pb2.CreateTournamentRequest(
             name="Big Swiss", game="spectacular-bid", players=[f"p{n:04d}" for n in range(PLAYERS)], format="swiss",
             rounds=1, start_unix_ms=int(time.time() * 1000) + 3_600_000,
