@@ -68,6 +68,8 @@ def add_commands(commands: Any) -> None:
     floor.add_argument("--seconds", type=float, default=20.0)
     floor.add_argument("--database-url", default=None,
                        help="the durable floor: each command committed to this database before its answer")  # fmt: skip
+    floor.add_argument("--workers", type=int, default=0,
+                       help="through a relay to N worker processes (bench service --workers's floor)")  # fmt: skip
     floor.set_defaults(run=run_floor)
     _add_lease_benches(kinds)
     tables = kinds.add_parser("tables", help="time to schedule N tables in one call (tablehall serve)")
@@ -191,7 +193,7 @@ def run_messages(args: argparse.Namespace) -> int:
 def run_floor(args: argparse.Namespace) -> int:
     from tablehall.bench_floor import bench_floor
 
-    return bench_floor(args.matches, args.commands, args.seconds, args.database_url)
+    return bench_floor(args.matches, args.commands, args.seconds, args.database_url, args.workers)
 
 
 def run_roll(args: argparse.Namespace) -> int:

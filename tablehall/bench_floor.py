@@ -15,6 +15,9 @@ moves/s on the same hour, no work we cut on our side can reach the peer's throug
 each match in the log and answers a command only once it is appended through the service's own durable
 storage (`SqlStorage`: its writer, group commit, fencing), still with no game: what gRPC and the durable
 log allow together in one Python process (its CPU includes a log writer process's, if one runs).
+
+`--workers N`: the floor under `bench service --workers N` — a relay and N worker processes, each command
+sent on to its match's worker and answered once the worker answered (tablehall/bench_floor_relay.py).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import functools
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -47,6 +50,10 @@ _UPDATE = b"u" * 250
 """An update about the size of a typed Spectacular Bid `Update` (~250 bytes)."""
 
 
+Forward = Callable[[bytes, int], Awaitable[None]]
+"""Sends one seat's command of a match on to where it is kept, and returns once it is answered there."""
+
+
 def _identity(raw: bytes) -> bytes:
     return raw
 
@@ -54,8 +61,8 @@ def _identity(raw: bytes) -> bytes:
 class _Log:
     """The durable floor's log: each match created once, each command appended (and committed) in turn."""
 
-    def __init__(self, storage: Storage, epoch: int) -> None:
-        self.storage, self.epoch = storage, epoch
+    def __init__(self, storage: Storage, epoch: int, partition: int = 0) -> None:
+        self.storage, self.epoch, self.partition = storage, epoch, partition
         self.run = secrets.token_hex(4)
         self.seqs: dict[bytes, int] = {}
 
@@ -64,22 +71,24 @@ class _Log:
 
     async def create(self, match: bytes) -> None:
         entry = MatchEntry(self._id(match), SPECTACULAR_BID, ("north", "south"), {}, (bytes(32), bytes(32)),
-                           time.time_ns() // 1_000_000, 0)  # fmt: skip
+                           time.time_ns() // 1_000_000, 0, self.partition)  # fmt: skip
         await self.storage.create(entry, self.epoch)
 
     async def append(self, match: bytes, seat: int) -> None:
         seq = self.seqs[match] = self.seqs.get(match, 0) + 1
         step = LogEntry(seq, seq, "command", seat, {"play": "3-5", "end": "left"}, seq)
         progress = Progress(deadline_unix_ms=time.time_ns() // 1_000_000 + 60_000, clock_running=True)
-        await self.storage.append_all(self._id(match), 0, self.epoch, (step,), progress)
+        await self.storage.append_all(self._id(match), self.partition, self.epoch, (step,), progress)
 
 
 class _Hall:
     """The server's one piece of state: each seat's outgoing queue, by (match, seat)."""
 
-    def __init__(self, log: _Log | None = None) -> None:
+    def __init__(self, log: _Log | None = None, forward: Forward | None = None) -> None:
         self.queues: dict[bytes, asyncio.Queue[bytes | None]] = {}
         self.log = log
+        self.forward = forward
+        """The topology's floor: each command goes to a worker process, answered once the worker answers."""
 
     def queue(self, key: bytes) -> asyncio.Queue[bytes | None]:
         return self.queues.setdefault(key, asyncio.Queue())
@@ -91,13 +100,15 @@ class _Hall:
         match, _, seat = first.partition(b":")
         own = self.queue(first)
         other = self.queue(match + b":" + (b"1" if seat == b"0" else b"0"))
-        log = self.log
+        log, forward = self.log, self.forward
         if log is not None and seat == b"0":  # seat 0 moves first: its match is in the log before
             await log.create(match)
 
         async def read() -> None:
             async for _ in requests:
-                if log is not None:
+                if forward is not None:
+                    await forward(match, int(seat))
+                elif log is not None:
                     await log.append(match, int(seat))
                 own.put_nowait(_ANSWER)
                 other.put_nowait(_UPDATE)
@@ -112,15 +123,20 @@ class _Hall:
             self.queues.pop(first, None)
 
 
-async def _serve(pipe: Connection, database_url: str | None) -> None:
-    storage = None
-    if database_url is not None:
+async def _serve(pipe: Connection, database_url: str | None, workers: list[int] | None = None) -> None:
+    """The floor's server; with `workers` (their ports), a relay to those worker processes, which keep the log."""
+    storage, links = None, None
+    if workers:
+        from tablehall.bench_floor_relay import Links
+
+        links = Links(workers)
+    elif database_url is not None:
         from workers.sql.storage import SqlStorage
 
         clocks_first()
         storage = await SqlStorage.open(database_url)
         epoch = (await storage.claim(f"bench-floor-{secrets.token_hex(4)}", [0]))[0]
-    hall = _Hall(None if storage is None else _Log(storage, epoch))
+    hall = _Hall(None if storage is None else _Log(storage, epoch), None if links is None else links.send)
     handler = grpc.method_handlers_generic_handler(
         _SERVICE, {"Seat": grpc.stream_stream_rpc_method_handler(hall.seat, _identity, _identity)}
     )
@@ -134,6 +150,8 @@ async def _serve(pipe: Connection, database_url: str | None) -> None:
     await asyncio.to_thread(pipe.recv)  # the load is done
     pipe.send(_own_cpu() - started)
     await server.stop(None)
+    if links is not None:
+        await links.close()
     if storage is not None:
         pipe.send(f"{storage.stats.ops / max(storage.stats.batches, 1):.1f}")
         await storage.close()
@@ -146,8 +164,8 @@ def _own_cpu() -> float:
     return sum(cpu for role, cpu in cpu_seconds(os.getpid()).items() if role != "gateway")
 
 
-def _server(pipe: Connection, database_url: str | None = None) -> None:
-    event_loop.run(_serve(pipe, database_url))
+def _server(pipe: Connection, database_url: str | None = None, workers: list[int] | None = None) -> None:
+    event_loop.run(_serve(pipe, database_url, workers))
 
 
 async def _match(channel: grpc.aio.Channel, index: int, commands: int, latencies: list[float]) -> None:
@@ -186,7 +204,9 @@ async def _load(port: int, matches: int, commands: int, seconds: float) -> tuple
         return latencies, time.perf_counter() - started, time.process_time() - cpu
 
 
-def bench_floor(matches: int, commands: int, seconds: float, database_url: str | None = None) -> int:
+def bench_floor(matches: int, commands: int, seconds: float, database_url: str | None = None, workers: int = 0) -> int:
+    if workers:
+        return _relayed(matches, commands, seconds, database_url, workers)
     with server_process(functools.partial(_server, database_url=database_url)) as pipe:
         port = pipe.recv()
         pipe.send("start")
@@ -201,14 +221,40 @@ def bench_floor(matches: int, commands: int, seconds: float, database_url: str |
     return 0
 
 
-def _print(matches: int, latencies: list[float], wall: float, client_cpu: float, server_cpu: float) -> None:
+def _relayed(matches: int, commands: int, seconds: float, database_url: str | None, workers: int) -> int:
+    """The floor through a relay and `workers` worker processes (tablehall/bench_floor_relay.py)."""
+    from tablehall.bench_floor_relay import wait_for_ports, worker_processes
+
+    with worker_processes(workers, database_url) as pipes:
+        ports = wait_for_ports(pipes)
+        with server_process(functools.partial(_server, workers=ports)) as relay:
+            port = relay.recv()
+            for pipe in (relay, *pipes):
+                pipe.send("start")
+            latencies, wall, client_cpu = event_loop.run(_load(port, matches, commands, seconds))
+            for pipe in (relay, *pipes):
+                pipe.send("done")
+            relay_cpu, worker_cpu = relay.recv(), sum(pipe.recv() for pipe in pipes)
+    _print(matches, latencies, wall, client_cpu, relay_cpu + worker_cpu, f"a relay and {workers} worker processes")
+    done = max(len(latencies), 1)
+    kept = "each command appended to the log by its worker before its answer" if database_url else "no log"
+    relay_ms, workers_ms = relay_cpu / done * 1000, worker_cpu / done * 1000
+    Console().print(f"server CPU a command: relay {relay_ms:.3f} ms, workers {workers_ms:.3f} ms ({kept}; "
+                    "PostgreSQL's own not counted)")  # fmt: skip
+    return 0
+
+
+def _print(
+    matches: int, latencies: list[float], wall: float, client_cpu: float, server_cpu: float, server: str = ""
+) -> None:
     done = len(latencies)
     ordered = sorted(latencies)
 
     def ms(q: float) -> str:
         return f"{ordered[min(done - 1, int(q * done))] * 1000:.1f}" if done else "-"
 
-    table = Table(title=f"tablehall bench floor: grpc.aio alone, {matches} two-seat matches in flight")
+    through = f" through {server}" if server else ""
+    table = Table(title=f"tablehall bench floor: grpc.aio alone{through}, {matches} two-seat matches in flight")
     for column in ("commands", "commands/s", "p50 ms", "p99 ms", "server CPU ms/command", "load CPU ms/command"):
         table.add_column(column, justify="right")
     table.add_row(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import zlib
+from collections import Counter
 
 
 def test_every_match_plays_all_its_commands_and_both_sides_cpu_is_printed() -> None:
@@ -38,3 +40,27 @@ def test_the_durable_floor_commits_every_command_before_its_answer(tmp_path: obj
     with sqlite3.connect(db.removeprefix("sqlite:///")) as logged:
         assert logged.execute("SELECT count(*) FROM events").fetchone() == (3 * 7,)
         assert logged.execute("SELECT count(*) FROM matches").fetchone() == (3,)
+
+
+def test_the_relayed_floor_sends_each_match_to_one_worker_which_logs_every_command(tmp_path: object) -> None:
+    """`--workers`: a relay process and worker processes; each match's commands all reach one worker (its
+    partition in the log), and every one is logged before its answer."""
+    db = f"sqlite:///{tmp_path}/floor.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "tablehall.cli", "bench", "floor", "--matches", "6", "--commands", "7",
+         "--seconds", "0", "--workers", "2", "--database-url", db],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    printed = " ".join(done.stdout.split())
+    row = re.search(r"│ ([\d,]+) │ ([\d,]+) │", printed)
+    assert row and int(row.group(1).replace(",", "")) == 6 * 7, printed
+    assert "through a relay and 2 worker processes" in printed
+    assert re.search(r"relay [\d.]+ ms, workers [\d.]+ ms \(each command appended to the log", printed), printed
+    import sqlite3
+
+    with sqlite3.connect(db.removeprefix("sqlite:///")) as logged:
+        assert logged.execute("SELECT count(*) FROM events").fetchone() == (6 * 7,)
+        per_partition = dict(logged.execute("SELECT partition, count(*) FROM matches GROUP BY partition").fetchall())
+    by_hash = Counter(zlib.crc32(str(match).encode()) % 2 for match in range(6))
+    assert per_partition == by_hash == {0: 2, 1: 4}, "matches 0-5 go to the worker their key's hash names"
