@@ -89,3 +89,36 @@ def test_ops_are_grouped_as_the_writer_thread_groups_them() -> None:
     grouped = batches(ops, max_batch=2)
     assert [[ops.index(op) for op in batch] for batch in grouped] == [[0, 1], [2], [3, 4], [5], [6], [7], [8]]
     assert batches([], max_batch=2) == []
+
+
+def test_the_ops_of_one_turn_of_the_loop_reach_the_writer_as_one_batch() -> None:
+    """The writer thread is handed a turn's ops at once (one wake-up), not each as it is submitted."""
+
+    async def body() -> None:
+        held = Held()
+        held.go.set()
+        committer = GroupCommitter(held)
+        done = await asyncio.gather(*(committer.submit(Numbered(n)) for n in range(20)))
+        assert done == [n * 10 for n in range(20)]
+        await asyncio.to_thread(committer.close)
+        assert held.batches == [list(range(20))]
+
+    asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def test_ops_after_close_fail_and_nothing_waits_for_ever() -> None:
+    async def body() -> None:
+        held = Held()
+        held.go.set()
+        committer = GroupCommitter(held)
+        assert await committer.submit(Numbered(1)) == 10
+        await asyncio.to_thread(committer.close)
+        try:
+            await committer.submit(Numbered(2))
+        except RuntimeError as error:
+            assert "closed" in str(error)
+        else:
+            raise AssertionError("a closed committer took an op")
+        assert held.batches == [[1]]
+
+    asyncio.run(asyncio.wait_for(body(), 30))

@@ -1,9 +1,11 @@
 """Group commit: one writer thread turns the writes queued by many coroutines into few transactions.
 
-Every write is an op with an asyncio future of its caller's loop. The writer thread takes the first op
-waiting, then every other op already queued (up to `max_batch`), and hands them to `apply` as one batch:
-one transaction, one commit, one fsync. While a batch commits the next one queues up, so batches grow with
-the load by themselves and no op ever waits on a timer (zero added latency when idle). The ops' futures
+Every write is an op with an asyncio future of its caller's loop. A loop gathers its ops during one of its
+turns and hands them to the writer thread together, unless a batch of its own is being committed: then they
+wait for its answer and go next (as the writer process's frames do, writer_process.py). So the writer thread
+is woken once a batch, not once an op. It hands them to `apply` as one batch (up to `max_batch`): one
+transaction, one commit, one fsync. While a batch commits the next one gathers, so batches grow with the
+load by themselves and no op ever waits on a timer (zero added latency when idle). The ops' futures
 resolve only after their batch committed, all of a batch in one callback on their loop (one wake-up of
 the loop per batch, not one per op); `apply` reports per op, so an op it refuses (fenced out, out of
 sequence) fails alone while the others commit. If the transaction itself fails, each op of the batch is
@@ -24,7 +26,7 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +99,18 @@ def batches(ops: Sequence[Op], max_batch: int) -> list[list[Op]]:
     return found
 
 
+@dataclass(slots=True)
+class _Side:
+    """One event loop's ops on their way to the writer thread: gathered during a turn of the loop and handed
+    over together while none of this loop's is being committed, so that the writer thread is woken once a
+    batch, not once an op (each wake-up hands the interpreter to it while the loop has a command to finish)."""
+
+    loop: asyncio.AbstractEventLoop
+    pending: list[Op] = field(default_factory=list)
+    busy: bool = False
+    """A batch of this loop's is with the writer thread: what comes meanwhile waits for its answer."""
+
+
 @dataclass
 class GroupCommitter:
     apply: Apply
@@ -106,7 +120,7 @@ class GroupCommitter:
 
     def __post_init__(self) -> None:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self._held: object | None = None
+        self._sides: dict[asyncio.AbstractEventLoop, _Side] = {}
         self._closed = False
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
@@ -114,17 +128,41 @@ class GroupCommitter:
 
     async def submit(self, op: Op) -> Any:
         """Queue `op` and wait (without blocking the event loop) until its batch committed."""
-        op.future = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        op.future = loop.create_future()
         with self._lock:
             if self._closed:
                 raise RuntimeError("storage is closed")
-            self._queue.put(op)
+            side = self._sides.get(loop) or self._sides.setdefault(loop, _Side(loop))
+        if not side.pending and not side.busy:
+            loop.call_soon(self._hand_over, side)
+        side.pending.append(op)
         try:
             return await op.future
         except asyncio.CancelledError:
             with self._lock:
                 op.dropped = not op.taken
             raise
+
+    def _hand_over(self, side: _Side) -> None:
+        """On the side's loop: its pending ops (but those whose callers gave up) to the writer thread, as one."""
+        ops, side.pending = [op for op in side.pending if not op.future.done()], []
+        if not ops:
+            return
+        with self._lock:
+            if not self._closed:
+                side.busy = True
+                self._queue.put((side, ops))
+                return
+        for op in ops:
+            op.future.set_exception(RuntimeError("storage is closed"))
+
+    def _answered(self, side: _Side, ops: list[Op], results: list[object]) -> None:
+        """On the side's loop: the batch's callers hear of it; what gathered meanwhile goes next."""
+        side.busy = False
+        _settle(ops, results)
+        if side.pending:
+            self._hand_over(side)
 
     def close(self) -> None:
         """Let the queued ops commit, then stop the thread (blocking: call it off the event loop)."""
@@ -134,55 +172,21 @@ class GroupCommitter:
                 self._queue.put(_STOP)
         self._thread.join()
 
-    def _next(self, block: bool) -> object | None:
-        if self._held is not None:
-            item, self._held = self._held, None
-            return item
-        try:
-            return self._queue.get(block=block)
-        except queue.Empty:
-            return None
-
     def _run(self) -> None:
-        while True:
-            first = self._next(block=True)
-            if first is _STOP:
-                return
-            assert isinstance(first, Op)
-            batch = [first]
-            while not first.solo and len(batch) < self.max_batch:
-                item = self._next(block=False)
-                if item is None:
-                    break
-                if item is _STOP or (isinstance(item, Op) and item.solo):
-                    self._held = item
-                    break
-                assert isinstance(item, Op)
-                batch.append(item)
+        while (item := self._queue.get()) is not _STOP:
+            side, handed = cast(tuple[_Side, list[Op]], item)
             with self._lock:  # a cancelled future: its caller is giving up (its `dropped` is set next)
-                batch = [op for op in batch if not self._gave_up(op)]
-                for op in batch:
+                ops = [op for op in handed if not self._gave_up(op)]
+                for op in ops:
                     op.taken = True
-            if batch:
-                self._answer(batch, self._outcomes(batch))
-
-    def put(self, op: Op) -> None:
-        """Queue `op` with nobody awaiting it here (the writer process's ops: `_answer` sends the outcomes)."""
-        self._queue.put(op)
+            results: list[object] = []
+            for batch in batches(ops, self.max_batch):
+                results += self._outcomes(batch)
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these answers any more
+                side.loop.call_soon_threadsafe(self._answered, side, ops, results)
 
     def _gave_up(self, op: Op) -> bool:
         return op.dropped or op.future.cancelled()
 
     def _outcomes(self, batch: list[Op]) -> list[object]:
         return outcomes(self.apply, batch, self.stats)
-
-    def _answer(self, batch: list[Op], outcomes: list[object]) -> None:
-        """Wake each loop that waits on the batch once, with all of its ops' outcomes."""
-        by_loop: dict[asyncio.AbstractEventLoop, tuple[list[Op], list[object]]] = {}
-        for op, outcome in zip(batch, outcomes, strict=True):
-            ops, results = by_loop.setdefault(op.future.get_loop(), ([], []))
-            ops.append(op)
-            results.append(outcome)
-        for loop, (ops, results) in by_loop.items():
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these answers any more
-                loop.call_soon_threadsafe(_settle, ops, results)
