@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
-import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from multiprocessing.connection import Connection
@@ -35,12 +33,11 @@ import grpc
 from rich.console import Console
 from rich.table import Table
 
+from tablehall.bench_floor_relay import Links, wait_for_ports, worker_processes
+from tablehall.bench_floor_server import FloorLog, identity, open_log, serve_timed
 from tablehall.bench_messages import server_process
-from tablehall.bench_service import cpu_seconds
 from workers import event_loop
 from workers.clocks_first import clocks_first
-from workers.games.catalog import SPECTACULAR_BID
-from workers.storage import LogEntry, MatchEntry, Progress, Storage
 
 _SERVICE = "tablehall.bench.Floor"
 _METHOD = f"/{_SERVICE}/Seat"
@@ -54,37 +51,10 @@ Forward = Callable[[bytes, int], Awaitable[None]]
 """Sends one seat's command of a match on to where it is kept, and returns once it is answered there."""
 
 
-def _identity(raw: bytes) -> bytes:
-    return raw
-
-
-class _Log:
-    """The durable floor's log: each match created once, each command appended (and committed) in turn."""
-
-    def __init__(self, storage: Storage, epoch: int, partition: int = 0) -> None:
-        self.storage, self.epoch, self.partition = storage, epoch, partition
-        self.run = secrets.token_hex(4)
-        self.seqs: dict[bytes, int] = {}
-
-    def _id(self, match: bytes) -> str:
-        return f"floor-{self.run}-{match.decode()}"
-
-    async def create(self, match: bytes) -> None:
-        entry = MatchEntry(self._id(match), SPECTACULAR_BID, ("north", "south"), {}, (bytes(32), bytes(32)),
-                           time.time_ns() // 1_000_000, 0, self.partition)  # fmt: skip
-        await self.storage.create(entry, self.epoch)
-
-    async def append(self, match: bytes, seat: int) -> None:
-        seq = self.seqs[match] = self.seqs.get(match, 0) + 1
-        step = LogEntry(seq, seq, "command", seat, {"play": "3-5", "end": "left"}, seq)
-        progress = Progress(deadline_unix_ms=time.time_ns() // 1_000_000 + 60_000, clock_running=True)
-        await self.storage.append_all(self._id(match), self.partition, self.epoch, (step,), progress)
-
-
 class _Hall:
     """The server's one piece of state: each seat's outgoing queue, by (match, seat)."""
 
-    def __init__(self, log: _Log | None = None, forward: Forward | None = None) -> None:
+    def __init__(self, log: FloorLog | None = None, forward: Forward | None = None) -> None:
         self.queues: dict[bytes, asyncio.Queue[bytes | None]] = {}
         self.log = log
         self.forward = forward
@@ -125,43 +95,22 @@ class _Hall:
 
 async def _serve(pipe: Connection, database_url: str | None, workers: list[int] | None = None) -> None:
     """The floor's server; with `workers` (their ports), a relay to those worker processes, which keep the log."""
-    storage, links = None, None
+    log, links = None, None
     if workers:
-        from tablehall.bench_floor_relay import Links
-
         links = Links(workers)
     elif database_url is not None:
-        from workers.sql.storage import SqlStorage
-
         clocks_first()
-        storage = await SqlStorage.open(database_url)
-        epoch = (await storage.claim(f"bench-floor-{secrets.token_hex(4)}", [0]))[0]
-    hall = _Hall(None if storage is None else _Log(storage, epoch), None if links is None else links.send)
-    handler = grpc.method_handlers_generic_handler(
-        _SERVICE, {"Seat": grpc.stream_stream_rpc_method_handler(hall.seat, _identity, _identity)}
-    )
-    server = grpc.aio.server()
-    server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    pipe.send(port)
-    await asyncio.to_thread(pipe.recv)  # the load starts
-    started = _own_cpu()
-    await asyncio.to_thread(pipe.recv)  # the load is done
-    pipe.send(_own_cpu() - started)
-    await server.stop(None)
+        log = await open_log(database_url)
+    hall = _Hall(log, None if links is None else links.send)
+    await serve_timed(pipe, _SERVICE, "Seat", hall.seat)
     if links is not None:
         await links.close()
-    if storage is not None:
-        pipe.send(f"{storage.stats.ops / max(storage.stats.batches, 1):.1f}")
-        await storage.close()
+    if log is not None:
+        from workers.sql.storage import SqlStorage
 
-
-def _own_cpu() -> float:
-    """CPU seconds of this process and its children (the log's writer process, when there is one). Called in
-    the server, `cpu_seconds` names this process both ways: its own clock ("load generator", exact) is kept,
-    its /proc figure ("gateway", in 10 ms ticks: 0 for a short run) is not."""
-    return sum(cpu for role, cpu in cpu_seconds(os.getpid()).items() if role != "gateway")
+        assert isinstance(log.storage, SqlStorage)
+        pipe.send(f"{log.storage.stats.ops / max(log.storage.stats.batches, 1):.1f}")
+        await log.storage.close()
 
 
 def _server(pipe: Connection, database_url: str | None = None, workers: list[int] | None = None) -> None:
@@ -170,7 +119,7 @@ def _server(pipe: Connection, database_url: str | None = None, workers: list[int
 
 async def _match(channel: grpc.aio.Channel, index: int, commands: int, latencies: list[float]) -> None:
     """Two seats alternate `commands` commands; a command's latency runs from its write to its answer."""
-    seat = channel.stream_stream(_METHOD, _identity, _identity)
+    seat = channel.stream_stream(_METHOD, identity, identity)
     calls = [seat(), seat()]
     for number, call in enumerate(calls):
         await call.write(f"{index}:{number}".encode())
@@ -223,8 +172,6 @@ def bench_floor(matches: int, commands: int, seconds: float, database_url: str |
 
 def _relayed(matches: int, commands: int, seconds: float, database_url: str | None, workers: int) -> int:
     """The floor through a relay and `workers` worker processes (tablehall/bench_floor_relay.py)."""
-    from tablehall.bench_floor_relay import wait_for_ports, worker_processes
-
     with worker_processes(workers, database_url) as pipes:
         ports = wait_for_ports(pipes)
         with server_process(functools.partial(_server, workers=ports)) as relay:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import secrets
 import struct
 import time
 import zlib
@@ -26,7 +25,7 @@ from typing import Any
 
 import grpc
 
-from tablehall.bench_floor import _identity, _Log, _own_cpu
+from tablehall.bench_floor_server import FloorLog, identity, open_log, serve_timed
 from tablehall.bench_messages import server_process
 from workers import event_loop
 from workers.clocks_first import clocks_first
@@ -53,7 +52,7 @@ class _Link:
 
     def __init__(self, port: int) -> None:
         self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-        self.call: Any = self.channel.stream_stream(_COMMANDS, _identity, _identity)()
+        self.call: Any = self.channel.stream_stream(_COMMANDS, identity, identity)()
         self.outbox: Outbox[bytes] = Outbox()
         self.waiting: dict[int, asyncio.Future[None]] = {}
         self.refs = 0
@@ -100,7 +99,7 @@ class _Worker:
     """A worker's one service: each command of a batch runs as its own task (appended to the log when there
     is one, its match created with its first command); the answers go back batched."""
 
-    def __init__(self, log: _Log | None) -> None:
+    def __init__(self, log: FloorLog | None) -> None:
         self.log = log
         self.created: set[bytes] = set()
 
@@ -134,26 +133,8 @@ class _Worker:
 
 
 async def _worker_serve(pipe: Connection, partition: int, database_url: str | None) -> None:
-    log = None
-    if database_url is not None:
-        from workers.sql.storage import SqlStorage
-
-        storage = await SqlStorage.open(database_url)
-        epoch = (await storage.claim(f"bench-floor-{secrets.token_hex(4)}", [partition]))[partition]
-        log = _Log(storage, epoch, partition)
-    handler = grpc.method_handlers_generic_handler(
-        _SERVICE, {"Commands": grpc.stream_stream_rpc_method_handler(_Worker(log).commands, _identity, _identity)}
-    )
-    server = grpc.aio.server()
-    server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    pipe.send(port)
-    await asyncio.to_thread(pipe.recv)  # the load starts
-    started = _own_cpu()
-    await asyncio.to_thread(pipe.recv)  # the load is done
-    pipe.send(_own_cpu() - started)
-    await server.stop(None)
+    log = None if database_url is None else await open_log(database_url, partition)
+    await serve_timed(pipe, _SERVICE, "Commands", _Worker(log).commands)
     if log is not None:
         await log.storage.close()
 

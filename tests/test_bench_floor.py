@@ -9,14 +9,18 @@ import zlib
 from collections import Counter
 
 
-def test_every_match_plays_all_its_commands_and_both_sides_cpu_is_printed() -> None:
+def _floor(*flags: str) -> str:
+    """What `tablehall bench floor` prints with these flags (its table on one line); it must exit 0."""
     done = subprocess.run(
-        [sys.executable, "-m", "tablehall.cli", "bench", "floor", "--matches", "3", "--commands", "7",
-         "--seconds", "0"],
+        [sys.executable, "-m", "tablehall.cli", "bench", "floor", "--commands", "7", "--seconds", "0", *flags],
         capture_output=True, text=True, timeout=120,
-    )
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    printed = " ".join(done.stdout.split())
+    return " ".join(done.stdout.split())
+
+
+def test_every_match_plays_all_its_commands_and_both_sides_cpu_is_printed() -> None:
+    printed = _floor("--matches", "3")
     row = re.search(r"│ ([\d,]+) │ ([\d,]+) │ [\d.]+ │ [\d.]+ │ ([\d.]+) │ ([\d.]+) │", printed)
     assert row, printed
     assert int(row.group(1).replace(",", "")) == 3 * 7  # one match per slot, every command answered
@@ -25,13 +29,7 @@ def test_every_match_plays_all_its_commands_and_both_sides_cpu_is_printed() -> N
 
 def test_the_durable_floor_commits_every_command_before_its_answer(tmp_path: object) -> None:
     db = f"sqlite:///{tmp_path}/floor.db"
-    done = subprocess.run(
-        [sys.executable, "-m", "tablehall.cli", "bench", "floor", "--matches", "3", "--commands", "7",
-         "--seconds", "0", "--database-url", db],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    printed = " ".join(done.stdout.split())
+    printed = _floor("--matches", "3", "--database-url", db)
     row = re.search(r"│ ([\d,]+) │ ([\d,]+) │", printed)
     assert row and int(row.group(1).replace(",", "")) == 3 * 7, printed
     assert "every command committed to sqlite before its answer" in printed
@@ -46,13 +44,7 @@ def test_the_relayed_floor_sends_each_match_to_one_worker_which_logs_every_comma
     """`--workers`: a relay process and worker processes; each match's commands all reach one worker (its
     partition in the log), and every one is logged before its answer."""
     db = f"sqlite:///{tmp_path}/floor.db"
-    done = subprocess.run(
-        [sys.executable, "-m", "tablehall.cli", "bench", "floor", "--matches", "6", "--commands", "7",
-         "--seconds", "0", "--workers", "2", "--database-url", db],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    printed = " ".join(done.stdout.split())
+    printed = _floor("--matches", "6", "--workers", "2", "--database-url", db)
     row = re.search(r"│ ([\d,]+) │ ([\d,]+) │", printed)
     assert row and int(row.group(1).replace(",", "")) == 6 * 7, printed
     assert "through a relay and 2 worker processes" in printed
