@@ -44,6 +44,8 @@ def players_of(game: str, number: int, run: str, same: bool) -> list[str]:
     (a player's rating waits for their previous match's: ratings/holds.py `behind`), or with `same` the same
     players for every match, so that each rating waits for the one before it (the backlog's worst case)."""
     return PLAYERS[game] if same else [f"{seat}{run}-{number}" for seat in PLAYERS[game]]
+
+
 DECISION_LIMIT_S = 30.0
 """501♠ has no resignation: the bench's 501♠ matches carry this decision limit, so a match it leaves (Ctrl-C,
 an error) ends on time within it instead of staying in progress; its bots answer in milliseconds."""
@@ -308,8 +310,7 @@ async def run(
     group: an error stops the others, and each ends its match on the way out (`one_match`)."""
     rng = random.Random(seed)
     tally.same_players = same_players
-    run_tag = f"{time.time_ns() % 36**4:x}"
-    """Player names of this run's own (a database kept from an earlier run has that run's players)."""
+    run_tag = f"{time.time_ns() % 36**4:x}"  # this run's players are its own (a kept database has earlier runs')
     async with service(address, workers, database_url) as (where, pid), contextlib.AsyncExitStack() as stack:
         pool = [await stack.enter_async_context(Client(where)) for _ in range(channels(concurrency))]
         client = pool[0]
