@@ -5,6 +5,7 @@ hear of its commit through one wake-up of their loop, not one per op."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -122,3 +123,17 @@ def test_ops_after_close_fail_and_nothing_waits_for_ever() -> None:
         assert held.batches == [[1]]
 
     asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def test_one_committer_serves_loop_after_loop_and_keeps_none_of_them() -> None:
+    """A storage outlives the loops that used it (one `asyncio.run` after another): each loop's ops are answered
+    on it, and no loop is kept alive by the committer once it is gone."""
+    held = Held()
+    held.go.set()
+    committer = GroupCommitter(held)
+    for n in range(3):
+        assert asyncio.run(asyncio.wait_for(committer.submit(Numbered(n)), 30)) == n * 10
+    committer.close()
+    gc.collect()
+    assert held.batches == [[0], [1], [2]]
+    assert len(committer._sides) == 0

@@ -24,6 +24,7 @@ import contextlib
 import logging
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -105,7 +106,6 @@ class _Side:
     over together while none of this loop's is being committed, so that the writer thread is woken once a
     batch, not once an op (each wake-up hands the interpreter to it while the loop has a command to finish)."""
 
-    loop: asyncio.AbstractEventLoop
     pending: list[Op] = field(default_factory=list)
     busy: bool = False
     """A batch of this loop's is with the writer thread: what comes meanwhile waits for its answer."""
@@ -120,7 +120,8 @@ class GroupCommitter:
 
     def __post_init__(self) -> None:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self._sides: dict[asyncio.AbstractEventLoop, _Side] = {}
+        self._sides: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Side] = weakref.WeakKeyDictionary()
+        """Each loop's side, kept while its loop is (a side holds no reference to its loop)."""
         self._closed = False
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
@@ -133,7 +134,7 @@ class GroupCommitter:
         with self._lock:
             if self._closed:
                 raise RuntimeError("storage is closed")
-            side = self._sides.get(loop) or self._sides.setdefault(loop, _Side(loop))
+            side = self._sides.get(loop) or self._sides.setdefault(loop, _Side())
         if not side.pending and not side.busy:
             loop.call_soon(self._hand_over, side)
         side.pending.append(op)
@@ -152,7 +153,7 @@ class GroupCommitter:
         with self._lock:
             if not self._closed:
                 side.busy = True
-                self._queue.put((side, ops))
+                self._queue.put((asyncio.get_running_loop(), side, ops))
                 return
         for op in ops:
             op.future.set_exception(RuntimeError("storage is closed"))
@@ -174,19 +175,16 @@ class GroupCommitter:
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not _STOP:
-            side, handed = cast(tuple[_Side, list[Op]], item)
+            loop, side, handed = cast(tuple[asyncio.AbstractEventLoop, _Side, list[Op]], item)
             with self._lock:  # a cancelled future: its caller is giving up (its `dropped` is set next)
                 ops = [op for op in handed if not self._gave_up(op)]
                 for op in ops:
                     op.taken = True
             results: list[object] = []
             for batch in batches(ops, self.max_batch):
-                results += self._outcomes(batch)
+                results += outcomes(self.apply, batch, self.stats)
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these answers any more
-                side.loop.call_soon_threadsafe(self._answered, side, ops, results)
+                loop.call_soon_threadsafe(self._answered, side, ops, results)
 
     def _gave_up(self, op: Op) -> bool:
         return op.dropped or op.future.cancelled()
-
-    def _outcomes(self, batch: list[Op]) -> list[object]:
-        return outcomes(self.apply, batch, self.stats)
