@@ -242,14 +242,15 @@ class MatchActor(Published):
 
     async def _write(self, changes: list[Change]) -> None:
         """Append these changes' steps to the log in one commit; only once they are committed is each change
-        published. A write whose outcome is unknown (the storage failed mid-commit) is settled by reading
-        the log."""
+        published (its watchers' views built meanwhile: `foreseen`). A write whose outcome is unknown (the
+        storage failed mid-commit) is settled by reading the log."""
         change = self.seq + 1
         entries: list[LogEntry] = []
         for n, (_, steps, _) in enumerate(changes):
             for step in steps:
                 entries.append(LogEntry(self.position.logged + len(entries) + 1, change + n, *step))
         progress = self.progress(changes[-1][0])
+        foreseen = self.foreseen([match for match, _, _ in changes], change) if self.storage.durable else None
         try:
             started = time.perf_counter()
             await self.storage.append_all(self.match_id, self.entry.partition, self.epoch, entries, progress)
@@ -267,6 +268,8 @@ class MatchActor(Published):
             if await self._caught_up_with(entries):
                 return  # it was committed after all: published by the catch-up
             raise Unavailable(f"match {self.match_id}: the change could not be stored; send it again") from None
+        if foreseen:
+            self.views.update(foreseen)
         for match, steps, commitments in changes:
             was_over = self.match.over
             self.position.match = match

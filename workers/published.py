@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from google.protobuf.message import Message
@@ -166,6 +166,21 @@ class Published:
             if seq >= self.seq - 1:
                 self.views[key] = cached
         return cached
+
+    def foreseen(self, matches: Sequence[Match], first: int) -> dict[tuple[int, Seat | None], Shown]:
+        """Each watched seat's view of changes `first`, `first + 1`, … not yet committed, in the forms its
+        watchers take, built before their write is awaited (the commit's wait covers them, not the answers
+        after it); put among `views` only once committed (a failed write's are thrown away: its seqs will
+        be another change's)."""
+        forms = {(watcher.seat, watcher.views) for watcher in self.watchers}
+        found: dict[tuple[int, Seat | None], Shown] = {}
+        for seq, match in enumerate(matches, first):
+            for seat, views in forms:
+                shown = found.get((seq, seat))
+                if shown is None:
+                    shown = found[(seq, seat)] = Shown(self.game.name, self.game.view(match.state, seat))
+                shown.parts(views)
+        return found
 
     def view_json(self, seat: Seat | None, seq: int) -> str:
         """A seat's view at `seq` as view_json carries it."""
