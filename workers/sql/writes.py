@@ -210,7 +210,9 @@ def _pg_epochs_and_newest(
     claim's, so such a batch is fenced out, whatever its snapshot says about the log."""
     epochs: dict[int, tuple[int, str]] = {}
     newest: dict[str, int | None] = {}
-    found: list[Any] = list(conn.execute(_PG_EPOCHS_AND_NEWEST, {"partitions": sorted(partitions), "ids": ids}))
+    cursor = _driver_cursor(conn)
+    found: list[Any] = cursor.execute(_PG_EPOCHS_AND_NEWEST, {"partitions": sorted(partitions), "ids": ids}).fetchall()
+    cursor.close()
     for partition, epoch, owner, match_id, seq in found:
         if match_id is None:
             epochs[partition] = (epoch, owner)
@@ -368,9 +370,9 @@ def _newest(conn: Connection, ids: list[str]) -> dict[str, int | None]:
 
 
 def _driver_cursor(conn: Connection) -> Any:
-    """A cursor of the driver itself, in the transaction `conn` has open: the log's writes on SQLite are
-    plain statements whose rows go to the driver as tuples, without SQLAlchemy's work per row (the writer
-    thread holds the GIL for that work, and the event loop waits for it)."""
+    """A cursor of the driver itself, in the transaction `conn` has open: the log's writes are plain
+    statements whose values go to the driver as they are, without SQLAlchemy's work per statement and row
+    (the writer thread holds the GIL for that work, and the event loop waits for it)."""
     return conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
 
 
@@ -409,17 +411,18 @@ def _rows_sql(template: str, rows: int, columns: int) -> str:
 def _chunks(items: list[Any], size: int) -> list[list[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
-# PostgreSQL: what every batch reads, as text statements (no statement to build and compile per batch).
+# PostgreSQL: what every batch reads, as text statements (no statement to build and compile per batch); the
+# two every batch of appends runs go to the driver itself (`_driver_cursor`), in its placeholders.
 _PG_EPOCHS_FOR_SHARE = text(
     "SELECT partition, epoch, owner FROM partitions WHERE partition = ANY(CAST(:partitions AS int[])) "
     "ORDER BY partition FOR SHARE"
 )
-_PG_EPOCHS_AND_NEWEST = text(
+_PG_EPOCHS_AND_NEWEST = (
     "WITH fence AS (SELECT partition, epoch, owner FROM partitions "
-    "WHERE partition = ANY(CAST(:partitions AS int[])) ORDER BY partition FOR SHARE) "
+    "WHERE partition = ANY(CAST(%(partitions)s AS int[])) ORDER BY partition FOR SHARE) "
     "SELECT partition, epoch, owner, NULL, NULL FROM fence "
     "UNION ALL SELECT NULL, NULL, NULL, m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) "
-    "FROM matches m WHERE m.id = ANY(CAST(:ids AS text[]))"
+    "FROM matches m WHERE m.id = ANY(CAST(%(ids)s AS text[]))"
 )
 _PG_NEWEST = text(
     "SELECT m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) FROM matches m "
@@ -428,22 +431,23 @@ _PG_NEWEST = text(
 
 # PostgreSQL: a whole batch's log rows and progress rows in one statement (one round trip), its columns
 # sent as arrays (executemany would send one statement per row, which costs the writer more than the commit).
-_PG_APPEND = text(
+_PG_APPEND = (
     "WITH logged AS (INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms, epoch) "
-    "SELECT * FROM unnest(CAST(:match_id AS text[]), CAST(:seq AS int[]), CAST(:change AS int[]), "
-    "CAST(:kind AS text[]), CAST(:seat AS int[]), CAST(:action AS json[]), CAST(:t_ms AS bigint[]), "
-    "CAST(:written_unix_ms AS bigint[]), CAST(:epoch AS bigint[]))) "
+    "SELECT * FROM unnest(CAST(%(match_id)s AS text[]), CAST(%(seq)s AS int[]), CAST(%(change)s AS int[]), "
+    "CAST(%(kind)s AS text[]), CAST(%(seat)s AS int[]), CAST(%(action)s AS json[]), CAST(%(t_ms)s AS bigint[]), "
+    "CAST(%(written_unix_ms)s AS bigint[]), CAST(%(epoch)s AS bigint[]))) "
     "UPDATE matches SET status = v.status, void_reason = v.void_reason, deadline_unix_ms = v.deadline, "
-    "clock_running = v.clock, updated_unix_ms = :now "
-    "FROM unnest(CAST(:id AS text[]), CAST(:status AS text[]), CAST(:void_reason AS text[]), "
-    "CAST(:deadline AS bigint[]), CAST(:clock AS boolean[])) AS v(id, status, void_reason, deadline, clock) "
+    "clock_running = v.clock, updated_unix_ms = %(now)s "
+    "FROM unnest(CAST(%(id)s AS text[]), CAST(%(status)s AS text[]), CAST(%(void_reason)s AS text[]), "
+    "CAST(%(deadline)s AS bigint[]), CAST(%(clock)s AS boolean[])) AS v(id, status, void_reason, deadline, clock) "
     "WHERE matches.id = v.id"
 )
 _EVENT_COLUMNS = ("match_id", "seq", "change", "kind", "seat", "action", "t_ms", "written_unix_ms", "epoch")
 
 
 def _pg_appends(conn: Connection, inserts: list[tuple[Any, ...]], progress: dict[str, Progress], now: int) -> None:
-    conn.execute(
+    cursor = _driver_cursor(conn)
+    cursor.execute(
         _PG_APPEND,
         {
             **dict(zip(_EVENT_COLUMNS, map(list, zip(*inserts, strict=True)), strict=True)),
@@ -455,6 +459,7 @@ def _pg_appends(conn: Connection, inserts: list[tuple[Any, ...]], progress: dict
             "clock": [p.clock_running for p in progress.values()],
         },
     )
+    cursor.close()
 
 
 def _snapshots(conn: Connection, snaps: list[tuple[int, SnapshotOp]], out: list[object], now: int) -> None:
