@@ -170,8 +170,8 @@ class Published:
     def foreseen(self, matches: Sequence[Match], first: int) -> dict[tuple[int, Seat | None], Shown]:
         """Each watched seat's view of changes `first`, `first + 1`, … not yet committed, in the forms its
         watchers take, built before their write is awaited (the commit's wait covers them, not the answers
-        after it); put among `views` only once committed (a failed write's are thrown away: its seqs will
-        be another change's)."""
+        after it). The actor puts them among `views` only once they are committed: a failed write's are
+        thrown away, as its seqs will be another change's."""
         forms = {(watcher.seat, watcher.views) for watcher in self.watchers}
         found: dict[tuple[int, Seat | None], Shown] = {}
         for seq, match in enumerate(matches, first):

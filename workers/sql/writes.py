@@ -210,9 +210,9 @@ def _pg_epochs_and_newest(
     claim's, so such a batch is fenced out, whatever its snapshot says about the log."""
     epochs: dict[int, tuple[int, str]] = {}
     newest: dict[str, int | None] = {}
-    cursor = _driver_cursor(conn)
-    found: list[Any] = cursor.execute(_PG_EPOCHS_AND_NEWEST, {"partitions": sorted(partitions), "ids": ids}).fetchall()
-    cursor.close()
+    with _driver_cursor(conn) as cursor:
+        cursor.execute(_PG_EPOCHS_AND_NEWEST, {"partitions": sorted(partitions), "ids": ids})
+        found: list[Any] = cursor.fetchall()
     for partition, epoch, owner, match_id, seq in found:
         if match_id is None:
             epochs[partition] = (epoch, owner)
@@ -446,20 +446,19 @@ _EVENT_COLUMNS = ("match_id", "seq", "change", "kind", "seat", "action", "t_ms",
 
 
 def _pg_appends(conn: Connection, inserts: list[tuple[Any, ...]], progress: dict[str, Progress], now: int) -> None:
-    cursor = _driver_cursor(conn)
-    cursor.execute(
-        _PG_APPEND,
-        {
-            **dict(zip(_EVENT_COLUMNS, map(list, zip(*inserts, strict=True)), strict=True)),
-            "now": now,
-            "id": list(progress),
-            "status": [p.status for p in progress.values()],
-            "void_reason": [p.void_reason for p in progress.values()],
-            "deadline": [p.deadline_unix_ms for p in progress.values()],
-            "clock": [p.clock_running for p in progress.values()],
-        },
-    )
-    cursor.close()
+    with _driver_cursor(conn) as cursor:
+        cursor.execute(
+            _PG_APPEND,
+            {
+                **dict(zip(_EVENT_COLUMNS, map(list, zip(*inserts, strict=True)), strict=True)),
+                "now": now,
+                "id": list(progress),
+                "status": [p.status for p in progress.values()],
+                "void_reason": [p.void_reason for p in progress.values()],
+                "deadline": [p.deadline_unix_ms for p in progress.values()],
+                "clock": [p.clock_running for p in progress.values()],
+            },
+        )
 
 
 def _snapshots(conn: Connection, snaps: list[tuple[int, SnapshotOp]], out: list[object], now: int) -> None:
