@@ -10,7 +10,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from workers.sql.batching import GroupCommitter, Op, batches
+from workers.sql.batching import DEFAULT_LINGER_MS, LINGER_ENV, GroupCommitter, Op, batches, linger_s
 
 
 class Numbered(Op):
@@ -137,3 +137,42 @@ def test_one_committer_serves_loop_after_loop_and_keeps_none_of_them() -> None:
     gc.collect()
     assert held.batches == [[0], [1], [2]]
     assert len(committer._sides) == 0
+
+
+def test_under_load_the_next_batch_lingers_and_takes_what_comes_meanwhile() -> None:
+    async def body() -> None:
+        held = Held()
+        committer = GroupCommitter(held, linger_s=0.5)
+        first = asyncio.ensure_future(committer.submit(Numbered(1)))
+        await asyncio.to_thread(held.inside.wait, 30)  # the writer holds batch [1]
+        waiting = asyncio.ensure_future(committer.submit(Numbered(2)))
+        await asyncio.sleep(0)  # queued behind the held batch: when it is answered, the next one lingers
+        held.go.set()
+        assert await first == 10
+        late = asyncio.ensure_future(committer.submit(Numbered(3)))  # within the linger: it joins op 2
+        assert await asyncio.gather(waiting, late) == [20, 30]
+        await asyncio.to_thread(committer.close)
+        assert held.batches == [[1], [2, 3]]  # without the linger: [[1], [2], [3]]
+
+    asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def test_an_op_to_an_idle_writer_goes_at_once_whatever_the_linger() -> None:
+    async def body() -> None:
+        held = Held()
+        held.go.set()
+        committer = GroupCommitter(held, linger_s=3600.0)
+        for n in range(3):  # one after another: each finds the writer idle and nothing waiting
+            assert await asyncio.wait_for(committer.submit(Numbered(n)), 10) == n * 10
+        await asyncio.to_thread(committer.close)
+        assert held.batches == [[0], [1], [2]]
+
+    asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def test_the_linger_is_read_from_the_environment_with_a_bounded_default() -> None:
+    assert linger_s({}) == DEFAULT_LINGER_MS / 1000
+    assert linger_s({LINGER_ENV: "0"}) == 0.0
+    assert linger_s({LINGER_ENV: " 2.5 "}) == 0.0025
+    for bad in ("-1", "nan", "1e9", "five"):
+        assert linger_s({LINGER_ENV: bad}) == DEFAULT_LINGER_MS / 1000
