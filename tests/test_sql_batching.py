@@ -10,7 +10,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from workers.sql.batching import DEFAULT_LINGER_MS, LINGER_ENV, GroupCommitter, Op, batches, linger_s
+from workers.sql.batching import DEFAULT_LINGER_MS, LINGER_ENV, GroupCommitter, Op, batches, log_linger_s
 
 
 class Numbered(Op):
@@ -157,6 +157,24 @@ def test_under_load_the_next_batch_lingers_and_takes_what_comes_meanwhile() -> N
     asyncio.run(asyncio.wait_for(body(), 30))
 
 
+def test_an_op_given_up_while_its_batch_lingers_is_never_written() -> None:
+    async def body() -> None:
+        held = Held()
+        committer = GroupCommitter(held, linger_s=0.5)
+        first = asyncio.ensure_future(committer.submit(Numbered(1)))
+        await asyncio.to_thread(held.inside.wait, 30)
+        given_up = asyncio.ensure_future(committer.submit(Numbered(2)))
+        await asyncio.sleep(0)
+        held.go.set()
+        assert await first == 10  # op 2's batch lingers now
+        given_up.cancel()
+        assert await committer.submit(Numbered(3)) == 30
+        await asyncio.to_thread(committer.close)
+        assert given_up.cancelled() and held.batches == [[1], [3]]
+
+    asyncio.run(asyncio.wait_for(body(), 30))
+
+
 def test_an_op_to_an_idle_writer_goes_at_once_whatever_the_linger() -> None:
     async def body() -> None:
         held = Held()
@@ -171,8 +189,8 @@ def test_an_op_to_an_idle_writer_goes_at_once_whatever_the_linger() -> None:
 
 
 def test_the_linger_is_read_from_the_environment_with_a_bounded_default() -> None:
-    assert linger_s({}) == DEFAULT_LINGER_MS / 1000
-    assert linger_s({LINGER_ENV: "0"}) == 0.0
-    assert linger_s({LINGER_ENV: " 2.5 "}) == 0.0025
+    assert log_linger_s({}) == DEFAULT_LINGER_MS / 1000
+    assert log_linger_s({LINGER_ENV: "0"}) == 0.0
+    assert log_linger_s({LINGER_ENV: " 2.5 "}) == 0.0025
     for bad in ("-1", "nan", "1e9", "five"):
-        assert linger_s({LINGER_ENV: bad}) == DEFAULT_LINGER_MS / 1000
+        assert log_linger_s({LINGER_ENV: bad}) == DEFAULT_LINGER_MS / 1000

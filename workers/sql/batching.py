@@ -116,7 +116,8 @@ class _Side:
 
     pending: list[Op] = field(default_factory=list)
     busy: bool = False
-    """A batch of this loop's is with the writer thread: what comes meanwhile waits for its answer."""
+    """A batch of this loop's is with the writer thread, or lingers before it goes: what comes meanwhile waits
+    for it (and joins a lingering one)."""
 
 
 LINGER_ENV = "TABLEHALL_LOG_LINGER_MS"
@@ -127,7 +128,7 @@ this much more, and only when others wait with it."""
 MAX_LINGER_MS = 100.0
 
 
-def linger_s(env: Mapping[str, str] = os.environ) -> float:
+def log_linger_s(env: Mapping[str, str] = os.environ) -> float:
     """The writer thread's linger under load: TABLEHALL_LOG_LINGER_MS (0 turns it off), else the default."""
     given = env.get(LINGER_ENV, "").strip()
     if not given:

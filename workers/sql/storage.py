@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 
 from workers.leases import LeaseTable, MemberState, Taken
 from workers.sql import leases, reads, writes
-from workers.sql.batching import GroupCommitter, Stats, linger_s
+from workers.sql.batching import GroupCommitter, Stats, log_linger_s
 from workers.sql.engine import is_sqlite, make_engine, retry_locked
 from workers.sql.log_writer import LogWriter, writing_engine
 from workers.sql.migrate import migrate
@@ -62,7 +62,7 @@ class SqlStorage:
             self._writer = child
         else:
             self._log_writer = LogWriter(writing)
-            self._writer = GroupCommitter(self._log_writer.apply, max_batch=max_batch, linger_s=linger_s())
+            self._writer = GroupCommitter(self._log_writer.apply, max_batch=max_batch, linger_s=log_linger_s())
         self.board = leases.Board(url, sqlite_synchronous=sqlite_synchronous)
 
     @classmethod
