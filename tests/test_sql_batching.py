@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from workers.sql.batching import DEFAULT_LINGER_MS, LINGER_ENV, GroupCommitter, Op, batches, log_linger_s
@@ -139,10 +139,30 @@ def test_one_committer_serves_loop_after_loop_and_keeps_none_of_them() -> None:
     assert len(committer._sides) == 0
 
 
+class StoppedClock(asyncio.SelectorEventLoop):
+    """A loop whose clock moves only when the test moves it: a linger ends when the test says, not after
+    a stretch of real time the test would have to beat."""
+
+    now = 0.0
+
+    def time(self) -> float:
+        return self.now
+
+
+def on_stopped_clock(body: Callable[[StoppedClock], Coroutine[Any, Any, None]]) -> None:
+    with asyncio.Runner(loop_factory=StoppedClock) as runner:
+        loop = runner.get_loop()
+        assert isinstance(loop, StoppedClock)
+        runner.run(body(loop))
+
+
+LINGER_S = 1.0
+
+
 def test_under_load_the_next_batch_lingers_and_takes_what_comes_meanwhile() -> None:
-    async def body() -> None:
+    async def body(loop: StoppedClock) -> None:
         held = Held()
-        committer = GroupCommitter(held, linger_s=0.5)
+        committer = GroupCommitter(held, linger_s=LINGER_S)
         first = asyncio.ensure_future(committer.submit(Numbered(1)))
         await asyncio.to_thread(held.inside.wait, 30)  # the writer holds batch [1]
         waiting = asyncio.ensure_future(committer.submit(Numbered(2)))
@@ -150,17 +170,20 @@ def test_under_load_the_next_batch_lingers_and_takes_what_comes_meanwhile() -> N
         held.go.set()
         assert await first == 10
         late = asyncio.ensure_future(committer.submit(Numbered(3)))  # within the linger: it joins op 2
+        await asyncio.sleep(0)
+        assert held.batches == [[1]]  # the clock has not moved: op 2 still lingers
+        loop.now += LINGER_S
         assert await asyncio.gather(waiting, late) == [20, 30]
         await asyncio.to_thread(committer.close)
         assert held.batches == [[1], [2, 3]]  # without the linger: [[1], [2], [3]]
 
-    asyncio.run(asyncio.wait_for(body(), 30))
+    on_stopped_clock(body)
 
 
 def test_an_op_given_up_while_its_batch_lingers_is_never_written() -> None:
-    async def body() -> None:
+    async def body(loop: StoppedClock) -> None:
         held = Held()
-        committer = GroupCommitter(held, linger_s=0.5)
+        committer = GroupCommitter(held, linger_s=LINGER_S)
         first = asyncio.ensure_future(committer.submit(Numbered(1)))
         await asyncio.to_thread(held.inside.wait, 30)
         given_up = asyncio.ensure_future(committer.submit(Numbered(2)))
@@ -168,11 +191,14 @@ def test_an_op_given_up_while_its_batch_lingers_is_never_written() -> None:
         held.go.set()
         assert await first == 10  # op 2's batch lingers now
         given_up.cancel()
-        assert await committer.submit(Numbered(3)) == 30
+        kept = asyncio.ensure_future(committer.submit(Numbered(3)))
+        await asyncio.sleep(0)
+        loop.now += LINGER_S
+        assert await kept == 30
         await asyncio.to_thread(committer.close)
         assert given_up.cancelled() and held.batches == [[1], [3]]
 
-    asyncio.run(asyncio.wait_for(body(), 30))
+    on_stopped_clock(body)
 
 
 def test_an_op_to_an_idle_writer_goes_at_once_whatever_the_linger() -> None:

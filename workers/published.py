@@ -84,6 +84,13 @@ class Shown:
         if views != TYPED:
             carrier.view_json = self.json()
 
+    def build(self, views: int) -> None:
+        """Build and keep the forms `views` asks for (a change's view made before its commit is awaited)."""
+        if views != JSON_ONLY:
+            self.wire()
+        if views != TYPED:
+            self.json()
+
     def parts(self, views: int) -> tuple[bytes, bytes]:
         """The view as an Update's serialized fields in the form asked: (view_json's, the typed view's) —
         apart, as each has its place in the Update's field order."""
@@ -179,7 +186,7 @@ class Published:
                 shown = found.get((seq, seat))
                 if shown is None:
                     shown = found[(seq, seat)] = Shown(self.game.name, self.game.view(match.state, seat))
-                shown.parts(views)
+                shown.build(views)
         return found
 
     def view_json(self, seat: Seat | None, seq: int) -> str:
