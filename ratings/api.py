@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Engine, select
 
 from ratings import models as r
 from ratings.rating import DEFAULT_MU, DEFAULT_SIGMA, ordinal
 from workers.sql import models as m
+from workers.sql.engine import reading
 from workers.sql.models import rows
 
 
@@ -33,12 +35,6 @@ class Change:
     at_unix_ms: int
 
 
-def _reading(engine: Engine) -> object:
-    return engine.connect().execution_options(
-        **({"sqlite_begin": "DEFERRED"} if engine.dialect.name == "sqlite" else {})
-    )
-
-
 def rating_of(engine: Engine, player: str, game: str) -> RatingRow:
     t, pl = r.ratings, m.players
     query = (
@@ -46,11 +42,11 @@ def rating_of(engine: Engine, player: str, game: str) -> RatingRow:
         .select_from(t.join(pl, pl.c.id == t.c.player_id))
         .where(pl.c.name == player, t.c.game == game)
     )
-    with _reading(engine) as conn, conn.begin():  # type: ignore[attr-defined]
-        row = conn.execute(query).first()
-    if row is None:
+    with reading(engine) as conn, conn.begin():
+        found: Any = conn.execute(query).first()
+    if found is None:
         return RatingRow(player, game, DEFAULT_MU, DEFAULT_SIGMA, ordinal(DEFAULT_MU, DEFAULT_SIGMA), 0)
-    return RatingRow(player, game, *row)
+    return RatingRow(player, game, *found)
 
 
 def leaderboard(engine: Engine, game: str, limit: int) -> list[RatingRow]:
@@ -62,7 +58,7 @@ def leaderboard(engine: Engine, game: str, limit: int) -> list[RatingRow]:
         .order_by(t.c.ordinal.desc(), pl.c.name)
         .limit(limit)
     )
-    with _reading(engine) as conn, conn.begin():  # type: ignore[attr-defined]
+    with reading(engine) as conn, conn.begin():
         return [RatingRow(name, game, mu, sigma, o, games) for name, mu, sigma, o, games in rows(conn, query)]
 
 
@@ -75,5 +71,5 @@ def history(engine: Engine, player: str, game: str, limit: int) -> list[Change]:
         .order_by(h.c.at_unix_ms.desc(), h.c.match_id.desc())
         .limit(limit)
     )
-    with _reading(engine) as conn, conn.begin():  # type: ignore[attr-defined]
+    with reading(engine) as conn, conn.begin():
         return [Change(*row) for row in rows(conn, query)]

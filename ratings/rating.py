@@ -30,6 +30,7 @@ from ratings import models as r
 from workers import metrics
 from workers.sql import models as m
 from workers.sql.ended import ended, statuses
+from workers.sql.engine import reading
 from workers.sql.writes import upsert
 
 MODEL = PlackettLuce()
@@ -83,12 +84,6 @@ def load(conn: Connection, match_id: str) -> Finished:
     return Finished(match_id, name, match.status, player_ids, ranks, ended_unix_ms=match.updated_unix_ms)
 
 
-def _read_only(engine: Engine) -> Any:
-    return engine.connect().execution_options(
-        **({"sqlite_begin": "DEFERRED"} if engine.dialect.name == "sqlite" else {})
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Rated:
     """What rating one match did: its result, and for a match rated now its game and the lag since it ended
@@ -129,8 +124,9 @@ def rate_all(engine: Engine, match_ids: Sequence[str], now: int | None = None) -
 def in_end_order(engine: Engine, match_ids: list[str]) -> list[str]:
     """`match_ids` by their end (the last write to a finished match), then id; unknown ones last."""
     t = m.matches
-    with _read_only(engine) as conn, conn.begin():
-        ends = dict(conn.execute(select(t.c.id, t.c.updated_unix_ms).where(t.c.id.in_(match_ids))).tuples().all())
+    with reading(engine) as conn, conn.begin():
+        query = select(t.c.id, t.c.updated_unix_ms).where(t.c.id.in_(match_ids))
+        ends: dict[str, int] = dict(conn.execute(query).tuples().all())
     return sorted(match_ids, key=lambda match_id: (match_id not in ends, ends.get(match_id, 0), match_id))
 
 
@@ -154,7 +150,7 @@ def rate(engine: Engine, match_id: str, now: int | None = None) -> Rated:
     first, outside the write transaction, which is kept short: on SQLite it holds the one write lock the
     match log's writer needs for every command, and the pool that rates runs at a low priority."""
     at = now_ms() if now is None else now
-    with _read_only(engine) as conn, conn.begin():
+    with reading(engine) as conn, conn.begin():
         done = conn.execute(select(r.rated_matches.c.match_id).where(r.rated_matches.c.match_id == match_id))
         if done.first() is not None:
             return Rated("already")
@@ -278,7 +274,7 @@ def backlog(engine: Engine, limit: int = 500, now: int | None = None) -> list[st
     """Finished matches without an applied-marker (their task was lost, never sent, or they were held) that
     may be rated at `now`, in end order: rate them. No two of them share a player (within holds.ORDER_WINDOW_MS)."""
     at = now_ms() if now is None else now
-    with _read_only(engine) as conn, conn.begin():
+    with reading(engine) as conn, conn.begin():
         return [str(x) for x in conn.scalars(_backlog_query(), {"now": at, "limit": limit})]
 
 
@@ -301,5 +297,5 @@ def _backlog_query() -> Any:
 
 
 def count_rated(engine: Engine) -> int:
-    with _read_only(engine) as conn, conn.begin():
+    with reading(engine) as conn, conn.begin():
         return int(conn.execute(select(func.count()).select_from(r.rated_matches)).scalar() or 0)

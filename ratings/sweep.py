@@ -29,6 +29,7 @@ from workers import metrics
 from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID
 from workers.sql import models as m
 from workers.sql import writes
+from workers.sql.engine import reading
 from workers.sql.models import rows
 from workers.storage import LogEntry, Progress
 from workers.voids import VoidReason
@@ -67,12 +68,6 @@ Settle = Callable[[Due], Awaitable[bool]]
 """Ask the owner to settle (or close) the match: True if it answered, False if it could not be reached."""
 
 
-def _reading(engine: Engine) -> object:
-    return engine.connect().execution_options(
-        **({"sqlite_begin": "DEFERRED"} if engine.dialect.name == "sqlite" else {})
-    )
-
-
 def due(
     engine: Engine,
     now: int,
@@ -107,7 +102,7 @@ def due(
         .limit(limit)
     )
     found: dict[str, Due] = {}
-    with _reading(engine) as conn, conn.begin():  # type: ignore[attr-defined]
+    with reading(engine) as conn, conn.begin():
         for match_id, partition in rows(conn, never_started):
             found[match_id] = Due(match_id, partition, "never_started")
         for match_id, partition in rows(conn, idle_tables):

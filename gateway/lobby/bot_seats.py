@@ -39,6 +39,7 @@ from workers.bots.budget import move_budget
 from workers.bots.policy import Action, View
 from workers.games.errors import MalformedAction, quote
 from workers.sql import models as m
+from workers.sql.engine import reading
 from workers.sql.models import rows
 from workers.typed_views import view_dict
 from workers.typed_views.legal import action_message
@@ -115,7 +116,7 @@ def bot_seats(engine: Engine) -> list[tuple[BotPlayer, PlacedSeat]]:
     p, k = m.players, s.player_keys
     query = select(p.c.id, p.c.name, k.c.key_sha256).select_from(p.join(k, k.c.player_id == p.c.id))
     query = query.where(p.c.name.like("Bot (%)%"))
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         bots = {int(pid): (str(name), bytes(sha)) for pid, name, sha in rows(conn, query)}
     found = queue.seats_of(engine, sorted(bots)) if bots else []
     out = []

@@ -25,6 +25,7 @@ from workers.errors import ChallengeExpired, NotFound, NotYourSeat, OwnChallenge
 from workers.games.catalog import game_named
 from workers.games.errors import MalformedAction
 from workers.sql import models as m
+from workers.sql.engine import reading
 from workers.sql.models import rows
 
 
@@ -90,14 +91,14 @@ def listed(engine: Engine, game: str, now_ms: int, lifetime_ms: int, limit: int 
     )
     if game:
         query = query.where(c.c.game == game)
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         ids = [str(x) for (x,) in rows(conn, query)]
     return [found for cid in ids if (found := challenge(engine, cid, lifetime_ms)) is not None]
 
 
 def challenge(engine: Engine, challenge_id: str, lifetime_ms: int) -> Challenge | None:
     c, t, p = s.lobby_challenges, s.challenge_takers, m.players
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         row = conn.execute(
             select(c.c.id, c.c.game, c.c.options, p.c.name, c.c.seats, c.c.opened_unix_ms)
             .select_from(c.join(p, p.c.id == c.c.player_id))
@@ -185,7 +186,7 @@ def expire(engine: Engine, opened_before_ms: int) -> int:
     one write lock stays the match log's)."""
     c = s.lobby_challenges
     due = (c.c.state == "open") & (c.c.opened_unix_ms <= opened_before_ms)
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         if conn.execute(select(c.c.id).where(due).limit(1)).first() is None:
             return 0
     with engine.begin() as conn:
@@ -195,5 +196,5 @@ def expire(engine: Engine, opened_before_ms: int) -> int:
 
 def open_count(engine: Engine) -> int:
     c = s.lobby_challenges
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         return int(conn.execute(select(func.count()).select_from(c).where(c.c.state == "open")).scalar() or 0)

@@ -17,6 +17,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 
 from gateway.lobby import schema as s
+from workers.sql.engine import reading
 
 NAME = "pairing"
 
@@ -57,5 +58,5 @@ def release(engine: Engine, owner: str) -> None:
 
 def holder(engine: Engine) -> str | None:
     t = s.lobby_leader
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         return conn.scalar(select(t.c.owner).where(t.c.name == NAME))

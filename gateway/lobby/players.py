@@ -19,6 +19,7 @@ from gateway.lobby import schema as s
 from workers.errors import NameTaken, NotYourSeat
 from workers.games.errors import MalformedAction, quote
 from workers.sql import models as m
+from workers.sql.engine import reading
 from workers.sql.models import rows
 
 KEY_PREFIX = "thp_"
@@ -77,7 +78,7 @@ def register(engine: Engine, name: str, now_ms: int) -> Registered:
 def player_by_key(engine: Engine, sha256: bytes) -> Player | None:
     k, p = s.player_keys, m.players
     query = select(p.c.id, p.c.name).select_from(k.join(p, p.c.id == k.c.player_id)).where(k.c.key_sha256 == sha256)
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         found = conn.execute(query).first()
     return None if found is None else Player(int(found[0]), str(found[1]))
 
@@ -86,7 +87,7 @@ def registered_names(engine: Engine, names: list[str]) -> dict[str, bytes]:
     """Which of `names` are registered players, with their key hashes (a seat for them needs their key)."""
     k, p = s.player_keys, m.players
     query = select(p.c.name, k.c.key_sha256).select_from(k.join(p, p.c.id == k.c.player_id)).where(p.c.name.in_(names))
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         return {str(name): bytes(sha) for name, sha in rows(conn, query)}
 
 

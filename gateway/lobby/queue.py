@@ -28,6 +28,7 @@ from workers.games.catalog import game_named, unknown_game
 from workers.games.errors import MalformedAction
 from workers.games.options import read_options
 from workers.sql import models as m
+from workers.sql.engine import reading
 from workers.sql.models import rows
 
 
@@ -134,7 +135,7 @@ def waiting(engine: Engine, seen_since_ms: int = 0) -> dict[Queue, list[tuple[Wa
     query = select(q.c.player_id, q.c.ticket, q.c.game, q.c.options, q.c.ordinal, q.c.joined_unix_ms).where(
         q.c.seen_unix_ms >= seen_since_ms
     )
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         for pid, ticket, game, options, rated, joined in rows(conn, query):
             out.setdefault(Queue(game, options), []).append((Waiting(int(pid), float(rated), int(joined)), ticket))
     return out
@@ -150,16 +151,21 @@ def seen(engine: Engine, player_ids: list[int], now_ms: int) -> None:
 
 
 def drop_absent(engine: Engine, before_ms: int) -> int:
-    """Forget the queue places of players not seen since `before_ms` (a closed tab, a lost terminal)."""
+    """Forget the queue places of players not seen since `before_ms` (a closed tab, a lost terminal). Read
+    first: a beat with no one to drop takes no write lock (on SQLite the match log's writer needs it)."""
     q = s.lobby_queue
+    absent = q.c.seen_unix_ms < before_ms
+    with reading(engine) as conn:
+        if conn.execute(select(q.c.player_id).where(absent).limit(1)).first() is None:
+            return 0
     with engine.begin() as conn:
-        return conn.execute(q.delete().where(q.c.seen_unix_ms < before_ms)).rowcount
+        return conn.execute(q.delete().where(absent)).rowcount
 
 
 def queued(engine: Engine) -> list[tuple[str, int]]:
     """(game, joined ms) of everyone waiting: the queue-length and wait-time gauges."""
     q = s.lobby_queue
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         return [(str(g), int(j)) for g, j in rows(conn, select(q.c.game, q.c.joined_unix_ms))]
 
 
@@ -236,7 +242,7 @@ def creating(engine: Engine, match_ids: list[str] | None = None) -> list[LobbyTa
     if match_ids is not None:
         query = query.where(t.c.match_id.in_(match_ids))
     grouped: dict[str, list[Any]] = {}
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         for row in rows(conn, query):
             grouped.setdefault(row[0], []).append(row)
     return [
@@ -266,7 +272,7 @@ def seats_of(engine: Engine, player_ids: list[int]) -> list[tuple[int, PlacedSea
         .select_from(st.join(t, t.c.match_id == st.c.match_id).join(mt, mt.c.id == t.c.match_id))
         .where(st.c.player_id.in_(player_ids), t.c.state == "ready", mt.c.status == "in_progress")
     )
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         found = rows(conn, query)
         names = _names(conn, [row[1] for row in found])
     return [
@@ -291,7 +297,7 @@ def _names(conn: Connection, match_ids: list[str]) -> dict[str, tuple[str, ...]]
 
 def gaps(engine: Engine, match_ids: list[str]) -> dict[str, float]:
     t = s.lobby_tables
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         return {
             mid: float(g) for mid, g in rows(conn, select(t.c.match_id, t.c.gap).where(t.c.match_id.in_(match_ids)))
         }

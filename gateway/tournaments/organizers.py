@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from gateway.tournaments import schema as s
 from workers.games.errors import MalformedAction, quote
+from workers.sql.engine import reading
 
 KEY_PREFIX = "tho_"
 """Organizer keys read as such in logs and configs (seat and player tokens have no prefix)."""
@@ -52,6 +53,6 @@ def create_organizer(engine: Engine, name: str) -> str:
 
 def organizer_by_key(engine: Engine, sha256: bytes) -> Organizer | None:
     t = s.organizers
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         found = conn.execute(select(t.c.id, t.c.name).where(t.c.key_sha256 == sha256)).first()
     return None if found is None else Organizer(int(found[0]), str(found[1]))

@@ -23,17 +23,12 @@ from workers.games.catalog import game_named
 from workers.games.engine import Codec
 from workers.sql import ended
 from workers.sql import models as match_tables
+from workers.sql.engine import reading
 from workers.sql.models import rows
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def reading(engine: Engine) -> Connection:
-    return engine.connect().execution_options(
-        **({"sqlite_begin": "DEFERRED"} if engine.dialect.name == "sqlite" else {})
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
@@ -117,6 +117,13 @@ def make_engine(
         engine.dispose()
         raise DatabaseUnreachable(f"cannot open the database {shown}: {_reason(error)}", error) from None
     return engine
+
+
+def reading(engine: Engine) -> Connection:
+    """A connection for reads only. On SQLite its transactions begin DEFERRED: they take no write lock, so a
+    read never holds the log writer's commits back (every other transaction begins IMMEDIATE, `_on_begin`),
+    and the write lock is never held by a thread waiting for the GIL behind a busy event loop."""
+    return engine.connect().execution_options(**({"sqlite_begin": "DEFERRED"} if is_sqlite(engine) else {}))
 
 
 def retry_locked(transaction: Callable[[], T], give_up_s: float = BUSY_TIMEOUT_S) -> T:
