@@ -77,11 +77,11 @@ def test_every_read_runs_while_another_connection_holds_the_write_lock(seeded: t
     holder = sqlite3.connect(path, isolation_level=None, timeout=0)
     holder.execute("BEGIN IMMEDIATE")  # the log writer's commit, held open
     try:
-        failed = {}
+        failed = {}  # every failing read is reported, not only the first
         for name, read in reads(challenge_id, key).items():
             try:
                 read(engine)
-            except Exception as error:  # noqa: BLE001 - every failing read is reported, not only the first
+            except Exception as error:
                 failed[name] = str(error).splitlines()[0][:120]
         assert failed == {}
         assert challenges.challenge(engine, challenge_id, LIFETIME_MS) is not None, "the reads saw the rows"
