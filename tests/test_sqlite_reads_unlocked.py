@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 
 from gateway.lobby import bot_seats, challenges, leader, players, queue
 from gateway.tournaments import organizers, store
@@ -98,7 +99,7 @@ def test_a_write_still_waits_for_the_lock(seeded: tuple[Engine, str, bytes]) -> 
     holder = sqlite3.connect(path, isolation_level=None, timeout=0)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        with pytest.raises(Exception, match="locked"):
+        with pytest.raises(OperationalError, match="locked"):
             leader.hold(engine, "someone", NOW, 2000)
     finally:
         holder.execute("ROLLBACK")

@@ -17,7 +17,7 @@ from sqlalchemy import Engine
 from workers.leases import LeaseTable, MemberState, Taken
 from workers.sql import leases, reads, writes
 from workers.sql.batching import GroupCommitter, Stats, log_linger_s
-from workers.sql.engine import is_sqlite, make_engine, retry_locked
+from workers.sql.engine import is_sqlite, make_engine, reading, retry_locked
 from workers.sql.log_writer import LogWriter, writing_engine
 from workers.sql.migrate import migrate
 from workers.sql.writer_process import Committer, ProcessCommitter, writer_in_process
@@ -107,11 +107,12 @@ class SqlStorage:
     # -- reads: in the thread pool -------------------------------------------------------------------
 
     def _read(self, fn: Callable[..., T], *args: Any) -> T:
-        options: dict[str, Any] = (
-            {"sqlite_begin": "DEFERRED"} if is_sqlite(self.engine) else {"isolation_level": "REPEATABLE READ"}
-        )
-        with self.engine.connect().execution_options(**options) as conn, conn.begin():
-            return fn(conn, *args)
+        """`fn` in one read transaction: no write lock on SQLite, one snapshot on PostgreSQL."""
+        with reading(self.engine) as conn:
+            if not is_sqlite(self.engine):
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                return fn(conn, *args)
 
     async def _reading(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.to_thread(self._read, fn, *args)
