@@ -106,6 +106,8 @@ class LobbyHall:
         self.clock = clock
         self.owner = leader.owner_name()
         self.leading = False
+        self.lease_until = 0
+        """Unix ms until which this loop holds the pairing lease (0: it does not)."""
         self.listeners: set[Listener] = set()
         self.wake = asyncio.Event()
         self.bots = BotSeats(router)
@@ -116,7 +118,10 @@ class LobbyHall:
     async def tick(self) -> list[str]:
         """One beat; the match ids of the tables made (by this loop) in it."""
         now = self.clock()
-        self.leading = await asyncio.to_thread(leader.hold, self.engine, self.owner, now, self.settings.lease_ms)
+        lease_ms = self.settings.lease_ms
+        if leader.renewal_due(self.lease_until, now, lease_ms):
+            self.lease_until = await asyncio.to_thread(leader.hold, self.engine, self.owner, now, lease_ms)
+        self.leading = self.lease_until > now
         if self.listeners:
             present = sorted({listener.player_id for listener in self.listeners})
             await asyncio.to_thread(queue.seen, self.engine, present, now)
@@ -195,6 +200,7 @@ class LobbyHall:
         finally:
             lm.clear()
             await self.bots.stop()
+            self.leading, self.lease_until = False, 0
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(leader.release, self.engine, self.owner)
 
@@ -207,4 +213,3 @@ class LobbyHall:
 
     def forget(self, listener: Listener) -> None:
         self.listeners.discard(listener)
-
