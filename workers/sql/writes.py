@@ -11,11 +11,12 @@ caller awaits each write before the next that depends on it, so ops of one batch
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, text, update
@@ -96,11 +97,15 @@ class ClaimOp(Op):
 def upsert(conn: Connection, table: SaTable) -> Any:
     """The dialect's INSERT, which has ON CONFLICT (PostgreSQL and SQLite alike): every writer of the
     service's tables that must not fail on an existing row (the log's writes, leases, ratings) uses it."""
-    if conn.dialect.name == "postgresql":
+    return _dialect_insert(conn.dialect.name, table)
+
+
+def _dialect_insert(dialect: str, table: SaTable) -> Any:
+    if dialect == "postgresql":
         return postgresql.insert(table)
-    if conn.dialect.name == "sqlite":
+    if dialect == "sqlite":
         return sqlite.insert(table)
-    raise NotImplementedError(f"tablehall stores on PostgreSQL or SQLite, not {conn.dialect.name}")
+    raise NotImplementedError(f"tablehall stores on PostgreSQL or SQLite, not {dialect}")
 
 
 def apply(conn: Connection, ops: Sequence[Op]) -> list[object]:
@@ -477,35 +482,28 @@ def _snapshots(conn: Connection, snaps: list[tuple[int, SnapshotOp]], out: list[
     if not latest:
         return
     conn.execute(
-        _built(conn, "snapshots", _snapshot_upsert),
+        _snapshot_upsert(conn.dialect.name),
         [{"match_id": k, "seq": s.seq, "blob": s.blob, "written_unix_ms": now} for k, s in latest.items()],
     )
 
 
-def _snapshot_upsert(conn: Connection) -> Any:
-    stmt = upsert(conn, m.snapshots)
+@functools.cache
+def _snapshot_upsert(dialect: str) -> Any:
+    """Built once per dialect (see `_EXISTING`)."""
+    stmt = _dialect_insert(dialect, m.snapshots)
     return stmt.on_conflict_do_update(
         index_elements=[m.snapshots.c.match_id],
         set_={"seq": stmt.excluded.seq, "blob": stmt.excluded.blob, "written_unix_ms": stmt.excluded.written_unix_ms},
     )
 
 
-def _heartbeat_upsert(conn: Connection) -> Any:
-    stmt = upsert(conn, m.workers)
+@functools.cache
+def _heartbeat_upsert(dialect: str) -> Any:
+    """Built once per dialect (see `_EXISTING`)."""
+    stmt = _dialect_insert(dialect, m.workers)
     return stmt.on_conflict_do_update(
         index_elements=[m.workers.c.owner], set_={"heartbeat_unix_ms": stmt.excluded.heartbeat_unix_ms}
     )
-
-
-_BUILT: dict[tuple[str, str], Any] = {}
-"""Upserts built once per dialect (see `_EXISTING`)."""
-
-
-def _built(conn: Connection, name: str, build: Callable[[Connection], Any]) -> Any:
-    key = (conn.dialect.name, name)
-    if key not in _BUILT:
-        _BUILT[key] = build(conn)
-    return _BUILT[key]
 
 
 def _heartbeats(conn: Connection, beats: list[HeartbeatOp]) -> None:
@@ -513,4 +511,4 @@ def _heartbeats(conn: Connection, beats: list[HeartbeatOp]) -> None:
     if not latest:
         return
     values = [{"owner": k, "heartbeat_unix_ms": v} for k, v in latest.items()]
-    conn.execute(_built(conn, "heartbeats", _heartbeat_upsert), values)
+    conn.execute(_heartbeat_upsert(conn.dialect.name), values)
