@@ -91,3 +91,21 @@ def test_a_draining_worker_gives_everything_and_takes_nothing() -> None:
 
 def test_nobody_live_means_no_target() -> None:
     assert targets(table([member("a", age=LEASE + 1)], {}), NOW, LEASE, P) == {}
+
+
+@given(names, st.integers(0, 3 * LEASE), st.sampled_from(list(MemberState)))
+@settings(max_examples=200, deadline=None)
+def test_a_plan_kept_for_the_same_partitions_is_the_plan_made_afresh(owners: list[str], later: int,
+                                                                   state: MemberState) -> None:  # fmt: skip
+    """`plan` keeps what it made for a partitions mapping it saw (a SQL board hands out the same one while
+    nothing changed): read again with the members' heartbeats older, or one member's state changed, it
+    answers what a plan of an equal table made afresh answers."""
+    held = {p: owners[p % len(owners)] for p in range(0, P, 3)}
+    first = table([member(n) for n in owners], held)
+    for me in owners:
+        assert plan(first, me, NOW + 1, LEASE, P) is plan(first, me, NOW, LEASE, P)  # kept, not made again
+    aged = [member(n, state if i == 0 else MemberState.ACTIVE, age=later if i % 2 else 0) for i, n in enumerate(owners)]
+    same_partitions = LeaseTable({m.owner: m for m in aged}, first.partitions)
+    fresh = table(aged, held)
+    for me in owners:
+        assert plan(same_partitions, me, NOW, LEASE, P) == plan(fresh, me, NOW, LEASE, P)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.storage_backends import BACKENDS, Backend, backend_for, run
-from workers.leases import LeaseLost, MemberState, Taken
+from workers.leases import LeaseLost, MemberState, PartitionLease, Taken
 from workers.storage import FencedOut, LogEntry, MatchEntry, Progress
 
 LEASE = 500
@@ -97,5 +97,39 @@ def test_a_worker_takes_back_what_it_still_holds_on_paper(backend: Backend) -> N
             assert (await store.take("a", {9: epoch}, T0 + 200, LEASE))[9].epoch == epoch + 1
         finally:
             await store.close()
+
+    run(body)
+
+
+def test_a_read_sees_every_change_another_process_makes_and_reuses_the_partitions_otherwise(backend: Backend) -> None:
+    """A SQL store reads its partitions again only once their signature (count, sum of epochs) moved:
+    every take, release and claim by another connection shows at the next read; a heartbeat shows too,
+    and leaves the partitions as they were read (the same mapping, not read again)."""
+
+    async def body() -> None:
+        reader, writer = await backend.open(), await backend.open()
+        try:
+            await writer.join("a", "a:1", T0)
+            await writer.join("b", "b:1", T0)
+            assert dict((await reader.leases()).partitions) == {}
+            await writer.take("a", {1: 0, 2: 0}, T0, LEASE)
+            taken = await reader.leases()
+            assert dict(taken.partitions) == {1: PartitionLease(1, "a", 1, T0), 2: PartitionLease(2, "a", 1, T0)}
+            await asyncio.to_thread(writer.beat, "b", T0 + 5)
+            beaten = await reader.leases()
+            assert beaten.member("b").heartbeat_unix_ms == T0 + 5  # type: ignore[union-attr]
+            if backend.url is not None:
+                assert beaten.partitions is taken.partitions  # unchanged: not read again
+            await writer.release("a", {1: 1}, T0 + 10)
+            assert (await reader.leases()).lease(1) == PartitionLease(1, "", 2, T0 + 10)
+            await writer.claim("b", [2, 3])
+            claimed = await reader.leases()
+            assert [(p.partition, p.owner, p.epoch) for p in sorted(claimed.partitions.values(),
+                                                                     key=lambda p: p.partition)] == [
+                (1, "", 2), (2, "b", 2), (3, "b", 1)]  # fmt: skip
+        finally:
+            await reader.close()
+            if writer is not reader:
+                await writer.close()
 
     run(body)

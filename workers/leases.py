@@ -106,6 +106,12 @@ class LeaseTable:
     def held_by(self, owner: str) -> list[int]:
         return sorted(p.partition for p in self.partitions.values() if p.owner == owner)
 
+    def standing(self, now_unix_ms: int, lease_ms: int) -> tuple[tuple[str, bool, bool], ...]:
+        """Each member's owner, whether it is live and whether it is fresh: with the partitions, all that
+        `plan` and `holder` read of the table at `now_unix_ms`."""
+        members = self.members.values()
+        return tuple(sorted((m.owner, m.live(now_unix_ms, lease_ms), m.fresh(now_unix_ms, lease_ms)) for m in members))
+
 
 @functools.lru_cache(maxsize=1 << 16)
 def rank(partition: int, owner: str) -> int:
@@ -150,9 +156,23 @@ class Plan:
     """Partitions this worker holds whose target is another worker: (partition, to whom)."""
 
 
+_PLANS: dict[tuple[int, str, int, tuple[tuple[str, bool, bool], ...]], tuple[Mapping[int, PartitionLease], Plan]] = {}
+"""Plans made, by the partitions they were made from (the very mapping: a storage hands out the same one
+while its partitions have not changed), the worker, and the members' standing. Every worker plans every
+beat, and an idle cluster's table stays as it was: a plan made once serves until something changes."""
+_KEPT_PLANS = 16
+
+
 def plan(table: LeaseTable, me: str, now_unix_ms: int, lease_ms: int, partitions: int = PARTITIONS) -> Plan:
     """What `me` should do next. A draining worker is not live, so everything it holds is to give."""
+    key = (id(table.partitions), me, partitions, table.standing(now_unix_ms, lease_ms))
+    made = _PLANS.get(key)
+    if made is not None and made[0] is table.partitions:  # the mapping is kept with it: its id is not reused
+        return made[1]
     target = targets(table, now_unix_ms, lease_ms, partitions)
     take = tuple(p for p, o in sorted(target.items()) if o == me and table.claimable(p, now_unix_ms, lease_ms))
     give = tuple((p, target[p]) for p in table.held_by(me) if p in target and target[p] != me)
-    return Plan(take, give)
+    if len(_PLANS) >= _KEPT_PLANS:
+        _PLANS.clear()
+    _PLANS[key] = (table.partitions, Plan(take, give))
+    return _PLANS[key][1]

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, select, text, update
 
 from workers.leases import LeaseLost, LeaseTable, Member, MemberState, PartitionLease, Taken
 from workers.sql import models as m
-from workers.sql.engine import make_engine, retry_locked
+from workers.sql.engine import make_engine, reading, retry_locked
 from workers.sql.models import rows
 from workers.sql.writes import upsert
 
@@ -53,17 +55,43 @@ def beat(conn: Connection, owner: str, now: int) -> None:
         raise LeaseLost(f"{owner} is {state or 'unknown'}: it holds no lease")
 
 
-def read(conn: Connection) -> LeaseTable:
-    w, p = m.workers, m.partitions
-    members = [
-        Member(owner, address, MemberState(state), int(beat))
-        for owner, address, state, beat in rows(conn, select(w.c.owner, w.c.address, w.c.state, w.c.heartbeat_unix_ms))
-    ]
-    leases = [
-        PartitionLease(int(part), owner, int(epoch), int(since))
-        for part, owner, epoch, since in rows(conn, select(p.c.partition, p.c.owner, p.c.epoch, p.c.claimed_unix_ms))
-    ]
-    return LeaseTable.of(members, leases)
+@dataclass(frozen=True, slots=True)
+class Known:
+    """The partitions as last read, and the signature they were read at (`_MEMBERS_AND_SIGNATURE`)."""
+
+    signature: tuple[int, int]
+    partitions: Mapping[int, PartitionLease]
+
+
+_MEMBERS_AND_SIGNATURE = text(
+    "SELECT w.owner, w.address, w.state, w.heartbeat_unix_ms, s.n, s.total "
+    "FROM (SELECT count(*) AS n, coalesce(sum(epoch), 0) AS total FROM partitions) AS s "
+    "LEFT JOIN workers AS w ON 1 = 1"
+)
+"""Every member, and the partitions' signature: their count and the sum of their epochs. Every write of a
+partition row moves its epoch on (a take, a release, a claim) or adds a row, and none is ever deleted, so
+the signature changes with every change of the partitions: while it stays, the partitions read before hold."""
+
+
+def read(conn: Connection, known: Known | None = None) -> tuple[LeaseTable, Known]:
+    """The lease table; its partitions read only if they changed since `known` (a beat of an idle cluster
+    reads a few member rows, not every partition)."""
+    p = m.partitions
+    found: list[Any] = list(conn.execute(_MEMBERS_AND_SIGNATURE))
+    members = {
+        owner: Member(owner, address, MemberState(state), int(beat))
+        for owner, address, state, beat, _, _ in found
+        if owner is not None
+    }
+    signature = (int(found[0][4]), int(found[0][5]))
+    if known is None or known.signature != signature:
+        query = select(p.c.partition, p.c.owner, p.c.epoch, p.c.claimed_unix_ms)
+        partitions = {
+            int(part): PartitionLease(int(part), owner, int(epoch), int(since))
+            for part, owner, epoch, since in rows(conn, query)
+        }
+        known = Known(signature, partitions)
+    return LeaseTable(members, known.partitions), known
 
 
 _PG_LOCK = text(
@@ -147,6 +175,9 @@ class Board:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="tablehall-leases")
         self._beating: Connection | None = None
         """The heartbeat thread's own connection, kept open: a heartbeat is one statement, one round trip."""
+        self._reader: Connection | None = None
+        self._known: Known | None = None
+        """The partitions as last read (`read`): a beat reads them again only once they changed."""
 
     def _tx(self, fn: Any, *args: Any, conn: Connection | None = None) -> Any:
         """One transaction, the write lock tried every millisecond (see `retry_locked`): a heartbeat waiting
@@ -183,7 +214,26 @@ class Board:
             raise
 
     async def leases(self) -> LeaseTable:
-        table: LeaseTable = await self._run(read)
+        table: LeaseTable = await asyncio.get_running_loop().run_in_executor(self._thread, self._read)
+        return table
+
+    def _read(self) -> LeaseTable:
+        """On the board's thread, on a connection kept for reads (no checkout, no ping, every beat; opened
+        again after a failure), in a read-only transaction (on SQLite, without the write lock)."""
+        table: LeaseTable = retry_locked(self._read_once)
+        return table
+
+    def _read_once(self) -> LeaseTable:
+        if self._reader is None:
+            self._reader = reading(self.engine)
+        try:
+            with self._reader.begin():
+                table, self._known = read(self._reader, self._known)
+        except Exception:
+            with contextlib.suppress(Exception):
+                self._reader.close()
+            self._reader = None
+            raise
         return table
 
     async def take(self, owner: str, expected: dict[int, int], now_unix_ms: int, lease_ms: int) -> dict[int, Taken]:
@@ -201,7 +251,8 @@ class Board:
 
     def _close(self) -> None:
         self._thread.shutdown(wait=True)
-        if self._beating is not None:
-            with contextlib.suppress(Exception):
-                self._beating.close()
+        for kept in (self._beating, self._reader):
+            if kept is not None:
+                with contextlib.suppress(Exception):
+                    kept.close()
         self.engine.dispose()
