@@ -11,6 +11,7 @@ worker that vanished fails with `Unavailable`: the caller decides (its seat's vi
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any, Generic, TypeVar
 
@@ -107,26 +108,51 @@ class _Link(Generic[Item, Batch]):
 class CommandStream(_Link[host_pb2.HostCommandRequest, host_pb2.HostCommandReplyBatch]):
     """Every command for one worker, matched to its reply by `ref`."""
 
-    def __init__(self, stub: host_pb2_grpc.MatchHostStub) -> None:
+    def __init__(self, stub: host_pb2_grpc.MatchHostStub, reply_s: float = REPLY_S) -> None:
         self.waiting: dict[int, asyncio.Future[matches_pb2.ActResponse]] = {}
         self.carried: set[int] = set()
         self.refs = 0
+        self.reply_s = reply_s
+        self.sent: deque[tuple[float, int]] = deque()
+        """When each command was sent (loop time) and its ref, oldest first, until `overdue` let it go: one
+        sweep every quarter of `reply_s` bounds every wait, where a timer each cost a command ~7 µs."""
         super().__init__(stub.Commands())
+        self.tasks.append(asyncio.create_task(self._sweep()))
 
     async def send(self, request: host_pb2.HostCommandRequest) -> matches_pb2.ActResponse:
-        """Send `request` (this stream sets its `ref`) and wait for the worker's reply."""
+        """Send `request` (this stream sets its `ref`) and wait for the worker's reply (`overdue`: at most
+        `reply_s` and a quarter of it). A caller that gives up leaves its command to the worker."""
         if self.broken:
             raise NotDelivered("the match's worker is unreachable (its command stream broke)")
         self.refs += 1
         request.ref = self.refs
-        reply: asyncio.Future[matches_pb2.ActResponse] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        reply: asyncio.Future[matches_pb2.ActResponse] = loop.create_future()
         self.waiting[request.ref] = reply
+        self.sent.append((loop.time(), request.ref))
         self.outbox.put(request)
-        try:
-            return await asyncio.wait_for(asyncio.shield(reply), REPLY_S)
-        except TimeoutError:
-            self.waiting.pop(request.ref, None)
-            raise Unavailable(f"the match's worker did not answer within {REPLY_S:g} s: look at the view") from None
+        return await reply
+
+    async def _sweep(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self.broken:
+            await asyncio.sleep(self.reply_s / 4)  # the sweeps' cadence, not a clock of the match
+            self.overdue(loop.time())
+
+    def overdue(self, now: float) -> None:
+        """Fail every command still unanswered `reply_s` after it was sent (at loop time `now`); forget the
+        answered ones before the oldest still waiting."""
+        cutoff = now - self.reply_s
+        while self.sent:
+            at, ref = self.sent[0]
+            if ref in self.waiting and at > cutoff:
+                return
+            self.sent.popleft()
+            reply = self.waiting.pop(ref, None)
+            if reply is not None and not reply.done():
+                reply.set_exception(
+                    Unavailable(f"the match's worker did not answer within {self.reply_s:g} s: look at the view")
+                )
 
     def _message(self, items: list[host_pb2.HostCommandRequest]) -> host_pb2.HostCommandBatch:
         return host_pb2.HostCommandBatch(commands=items)

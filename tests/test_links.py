@@ -10,10 +10,12 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 
+import grpc
 import pytest
 
+from gateway.links import REPLY_S, CommandStream
 from gateway.workers import GrpcWorker
-from protos.tablehall.v1 import host_pb2, matches_pb2
+from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from workers.errors import NotFound, Unavailable
 from workers.games.errors import IllegalAction
 from workers.host import MatchHost
@@ -141,5 +143,54 @@ def test_the_outbox_hands_over_everything_queued_at_once() -> None:
         outbox.put(6)  # after closing: nobody will read it
         assert await outbox.take() == [5]
         assert await outbox.take() == []
+
+    asyncio.run(body())
+
+
+class _AnswersOnce(host_pb2_grpc.MatchHostServicer):
+    """A worker that answers the first command it reads and never another one (a stuck match)."""
+
+    def __init__(self) -> None:
+        self.read: asyncio.Queue[int] = asyncio.Queue()
+
+    async def Commands(self, requests, context):  # type: ignore[no-untyped-def]
+        answered = False
+        async for batch in requests:
+            for command in batch.commands:
+                self.read.put_nowait(command.ref)
+                if not answered:
+                    answered = True
+                    reply = host_pb2.HostCommandReply(ref=command.ref, reply=matches_pb2.ActResponse(seq=1))
+                    yield host_pb2.HostCommandReplyBatch(replies=[reply])
+
+
+def test_a_command_its_worker_never_answers_fails_unavailable_after_the_reply_bound() -> None:
+    """The bound on a command's wait is swept, not timed per command: at loop time `sent + reply_s` (given
+    here, not waited for) a command still unanswered fails `Unavailable`; one answered is forgotten."""
+
+    async def body() -> None:
+        worker = _AnswersOnce()
+        server = grpc.aio.server()
+        host_pb2_grpc.add_MatchHostServicer_to_server(worker, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        stream = CommandStream(host_pb2_grpc.MatchHostStub(channel), reply_s=REPLY_S)
+        try:
+            loop = asyncio.get_running_loop()
+            assert (await stream.send(ready("0000000000000001", 0))).seq == 1
+            stuck = asyncio.create_task(stream.send(ready("0000000000000001", 1)))
+            assert await worker.read.get() == 1
+            assert await worker.read.get() == 2  # the worker holds it
+            stream.overdue(loop.time())
+            assert [ref for _, ref in stream.sent] == [2] and not stuck.done()  # the answered one forgotten
+            stream.overdue(loop.time() + REPLY_S + 1)
+            with pytest.raises(Unavailable, match="did not answer within"):
+                await stuck
+            assert not stream.sent and not stream.waiting
+        finally:
+            stream.close()
+            await channel.close()
+            await server.stop(None)
 
     asyncio.run(body())
