@@ -21,7 +21,7 @@ from gateway.workers import Router
 from tablehall.bench_loop import LoopCounters, LoopShare
 from tablehall.bench_service import DECISION_LIMIT_S
 from tablehall.client import Client
-from tests.test_cli_edges import run
+from tests.test_cli_edges import run, tablehall
 from workers.host import MatchHost
 
 BOUND_S = 120.0
@@ -122,3 +122,14 @@ def test_ctrl_c_ends_the_bench_and_none_of_its_matches_stays_running(game: str) 
     else:  # no resignation in 501♠: what is left ends on its decision limit
         assert all(view["limit_ms"] == DECISION_LIMIT_S * 1000 for view in running)
         assert f"left to end on their {DECISION_LIMIT_S:g} s decision limit" in err or not running
+
+
+def test_a_bench_over_its_connections_rate_waits_as_told_and_plays_every_match() -> None:
+    """The bench's own `serve` with a small budget a connection (`TABLEHALL_RATE_PER_S`, `TABLEHALL_BURST`; a
+    501♠ match at full speed asks more): its streams are refused `rate_limited`, each bot resumes after the
+    refusal's retry-after, and every match is played to the end (before: resumed at once and counted as a
+    failure, bots gave up and left their matches to the decision limit, as CI once saw at the default budget)."""
+    ran = asyncio.run(tablehall("bench", "service", "--game", "501", "--matches", "2", "--concurrency", "2", stdin="",
+                                env={"TABLEHALL_RATE_PER_S": "150", "TABLEHALL_BURST": "260"}))  # fmt: skip
+    assert ran.code == 0, ran.err[-3000:]
+    assert "2 matches played to the end" in ran.out and "rate_limited" in ran.out, ran.out

@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from sqlalchemy import Connection, select, text, update
@@ -86,11 +87,11 @@ def read(conn: Connection, known: Known | None = None) -> tuple[LeaseTable, Know
     signature = (int(found[0][4]), int(found[0][5]))
     if known is None or known.signature != signature:
         query = select(p.c.partition, p.c.owner, p.c.epoch, p.c.claimed_unix_ms)
-        partitions = {
+        partitions = MappingProxyType({
             int(part): PartitionLease(int(part), owner, int(epoch), int(since))
             for part, owner, epoch, since in rows(conn, query)
-        }
-        known = Known(signature, partitions)
+        })  # fmt: skip
+        known = Known(signature, partitions)  # read only: every table until the next change shares it
     return LeaseTable(members, known.partitions), known
 
 
