@@ -51,7 +51,8 @@ DECISION_LIMIT_S = 30.0
 an error) ends on time within it instead of staying in progress; its bots answer in milliseconds."""
 OPTIONS: dict[str, dict[str, Any]] = {SPECTACULAR_BID: {}, FIVE_OH_ONE: {"decision_limit_s": DECISION_LIMIT_S}}
 RETRIES = 3
-"""A bot gives its match up after this many refusals in a row on one view, or this many dropped streams."""
+"""A bot gives its match up after this many refusals in a row on one view, or this many dropped streams (one
+refused for the connection's rate aside: it waits, `RATE_PAUSE_S`)."""
 RATE_PAUSE_S = 0.5
 """A bot whose stream was refused for the connection's rate resumes after this at least, even if told sooner:
 the retry-after is when the budget holds one request again, and a stream resumed then was refused again at
