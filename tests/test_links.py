@@ -166,7 +166,8 @@ class _AnswersOnce(host_pb2_grpc.MatchHostServicer):
 
 def test_a_command_its_worker_never_answers_fails_unavailable_after_the_reply_bound() -> None:
     """The bound on a command's wait is swept, not timed per command: at loop time `sent + reply_s` (given
-    here, not waited for) a command still unanswered fails `Unavailable`; one answered is forgotten."""
+    here, not waited for) a command still unanswered fails `Unavailable`; one answered, and one whose caller
+    cancelled it, are forgotten."""
 
     async def body() -> None:
         worker = _AnswersOnce()
@@ -184,10 +185,15 @@ def test_a_command_its_worker_never_answers_fails_unavailable_after_the_reply_bo
             assert await worker.read.get() == 2  # the worker holds it
             stream.overdue(loop.time())
             assert [ref for _, ref in stream.sent] == [2] and not stuck.done()  # the answered one forgotten
+            gave_up = asyncio.create_task(stream.send(ready("0000000000000001", 0)))
+            assert await worker.read.get() == 3
+            gave_up.cancel()  # its caller cancels mid-command: the worker has it, the stream keeps its ref
+            with pytest.raises(asyncio.CancelledError):
+                await gave_up
             stream.overdue(loop.time() + REPLY_S + 1)
             with pytest.raises(Unavailable, match="did not answer within"):
                 await stuck
-            assert not stream.sent and not stream.waiting
+            assert not stream.sent and not stream.waiting  # the cancelled one forgotten as well
         finally:
             stream.close()
             await channel.close()

@@ -172,7 +172,8 @@ def plan(table: LeaseTable, me: str, now_unix_ms: int, lease_ms: int, partitions
     target = targets(table, now_unix_ms, lease_ms, partitions)
     take = tuple(p for p, o in sorted(target.items()) if o == me and table.claimable(p, now_unix_ms, lease_ms))
     give = tuple((p, target[p]) for p in table.held_by(me) if p in target and target[p] != me)
+    made_now = Plan(take, give)
     if len(_PLANS) >= _KEPT_PLANS:
         _PLANS.clear()
-    _PLANS[key] = (table.partitions, Plan(take, give))
-    return _PLANS[key][1]
+    _PLANS[key] = (table.partitions, made_now)
+    return made_now

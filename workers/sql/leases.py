@@ -209,8 +209,7 @@ class Board:
         except LeaseLost:
             raise
         except Exception:
-            with contextlib.suppress(Exception):
-                self._beating.close()
+            _drop(self._beating)
             self._beating = None
             raise
 
@@ -221,18 +220,13 @@ class Board:
     def _read(self) -> LeaseTable:
         """On the board's thread, on a connection kept for reads (no checkout, no ping, every beat; opened
         again after a failure), in a read-only transaction (on SQLite, without the write lock)."""
-        table: LeaseTable = retry_locked(self._read_once)
-        return table
-
-    def _read_once(self) -> LeaseTable:
         if self._reader is None:
             self._reader = reading(self.engine)
         try:
-            with self._reader.begin():
-                table, self._known = read(self._reader, self._known)
+            table: LeaseTable
+            table, self._known = self._tx(read, self._known, conn=self._reader)
         except Exception:
-            with contextlib.suppress(Exception):
-                self._reader.close()
+            _drop(self._reader)
             self._reader = None
             raise
         return table
@@ -252,8 +246,14 @@ class Board:
 
     def _close(self) -> None:
         self._thread.shutdown(wait=True)
-        for kept in (self._beating, self._reader):
-            if kept is not None:
-                with contextlib.suppress(Exception):
-                    kept.close()
+        _drop(self._beating)
+        _drop(self._reader)
+        self._beating = self._reader = None
         self.engine.dispose()
+
+
+def _drop(kept: Connection | None) -> None:
+    """Close a kept connection (one that failed, or at the end): the next use opens a new one."""
+    if kept is not None:
+        with contextlib.suppress(Exception):
+            kept.close()
