@@ -284,6 +284,12 @@ def hold(conn: Connection, match_id: str, now: int) -> Hold | None:
 
 def last_rated_ms(conn: Connection, game: str, player_ids: list[int]) -> int:
     """When any of these players' ratings in `game` last changed (0: never rated)."""
+    return int(conn.execute(_last_rated_query(), {"game": game, "ids": player_ids}).scalar() or 0)
+
+
+@functools.cache
+def _last_rated_query() -> Any:
+    """Built once (a rating asks for every match): building it cost more than running it."""
     t = r.ratings
-    query = select(func.max(t.c.updated_unix_ms)).where(t.c.game == game, t.c.player_id.in_(player_ids), t.c.games > 0)
-    return int(conn.execute(query).scalar() or 0)
+    ids = t.c.player_id.in_(bindparam("ids", expanding=True))
+    return select(func.max(t.c.updated_unix_ms)).where(t.c.game == bindparam("game"), ids, t.c.games > 0)

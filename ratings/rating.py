@@ -123,11 +123,22 @@ def rate_all(engine: Engine, match_ids: Sequence[str], now: int | None = None) -
 
 def in_end_order(engine: Engine, match_ids: list[str]) -> list[str]:
     """`match_ids` by their end (the last write to a finished match), then id; unknown ones last."""
-    t = m.matches
     with reading(engine) as conn, conn.begin():
-        query = select(t.c.id, t.c.updated_unix_ms).where(t.c.id.in_(match_ids))
-        ends: dict[str, int] = dict(conn.execute(query).tuples().all())
+        ends: dict[str, int] = dict(conn.execute(_ends_query(), {"ids": match_ids}).tuples().all())
     return sorted(match_ids, key=lambda match_id: (match_id not in ends, ends.get(match_id, 0), match_id))
+
+
+@functools.cache
+def _ends_query() -> Any:
+    """Built once, as every statement a rating runs (building one cost more than running it)."""
+    t = m.matches
+    return select(t.c.id, t.c.updated_unix_ms).where(t.c.id.in_(bindparam("ids", expanding=True)))
+
+
+@functools.cache
+def _marker_query() -> Any:
+    done = r.rated_matches
+    return select(done.c.match_id).where(done.c.match_id == bindparam("match_id"))
 
 
 def rate_all_by_url(url: str, match_ids: Sequence[str], now: int | None = None) -> list[Rated]:
@@ -151,8 +162,7 @@ def rate(engine: Engine, match_id: str, now: int | None = None) -> Rated:
     match log's writer needs for every command, and the pool that rates runs at a low priority."""
     at = now_ms() if now is None else now
     with reading(engine) as conn, conn.begin():
-        done = conn.execute(select(r.rated_matches.c.match_id).where(r.rated_matches.c.match_id == match_id))
-        if done.first() is not None:
+        if conn.execute(_marker_query(), {"match_id": match_id}).first() is not None:
             return Rated("already")
         status = statuses(conn, [match_id]).get(match_id)
         if status is None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from gateway.lobby import queue, schema
 from gateway.lobby.pairing import Table
@@ -250,5 +250,42 @@ def test_the_metrics_count_pairings_gaps_waits_and_the_queue(tmp_path: Path) -> 
         assert value("tablehall_lobby_queue_length", game=SB) == 1
         assert value("tablehall_lobby_oldest_wait_seconds", game=SB) == 3.0
         assert value("tablehall_lobby_queue_length", game="501") == 0
+
+    run_lobby(tmp_path, body)
+
+
+def test_an_idle_lobby_s_beat_reads_once_and_each_step_runs_once_its_rows_exist(tmp_path: Path) -> None:
+    """The leader's beat runs its steps only where `queue.activity` finds rows: an idle beat is one read, and
+    a queued player, an open challenge and a table in play each turn their step back on."""
+
+    async def body(lobby: Lobby) -> None:
+        statements: list[str] = []
+
+        def executed(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
+            if not statement.startswith(("BEGIN", "PRAGMA")):
+                statements.append(statement)
+
+        event.listen(lobby.engine, "before_cursor_execute", executed)
+
+        async def beat() -> list[str]:
+            statements.clear()
+            made = await lobby.hall.tick()
+            return made
+
+        assert await beat() == [] and lobby.hall.leading  # takes the lease (its own statements)
+        assert await asyncio.to_thread(queue.activity, lobby.engine) == queue.Activity(False, False, False, False)
+        assert await beat() == [] and len(statements) == 1, statements
+        ana, bia = await lobby.player("Ana"), await lobby.player("Bia")
+        await ana.join(SB)
+        assert (await asyncio.to_thread(queue.activity, lobby.engine)).queued
+        assert await beat() == [] and len(statements) > 1, "one waits: absent players dropped, the gauges read"
+        await lobby.player("Cid")
+        made = await (await lobby.player("Dan")).open_challenge(SB, {})
+        assert (await asyncio.to_thread(queue.activity, lobby.engine)).challenges
+        await bia.join(SB)
+        (match_id,) = await beat()
+        found = await asyncio.to_thread(queue.activity, lobby.engine)
+        assert (found.queued, found.creating, found.playing) == (False, False, True), "the table is made and played"
+        assert match_id in lobby.host.actors and made.challenge_id
 
     run_lobby(tmp_path, body)

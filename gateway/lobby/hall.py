@@ -127,16 +127,28 @@ class LobbyHall:
             await asyncio.to_thread(queue.seen, self.engine, present, now)
         made: list[str] = []
         if self.leading:
-            await asyncio.to_thread(queue.drop_absent, self.engine, now - 20 * self.settings.presence_ms)
-            await asyncio.to_thread(challenges.expire, self.engine, now - self.settings.challenge_ms)
-            made = await asyncio.to_thread(self._pair, now)
-            await self.create(await asyncio.to_thread(queue.creating, self.engine))
-            lm.queue_state(await asyncio.to_thread(queue.queued, self.engine), now)
-            self.bots.keep(await asyncio.to_thread(bot_seats.bot_seats, self.engine))
+            made = await self._lead(now)
         else:
             lm.clear()
             await self.bots.stop()
         await self.deliver()
+        return made
+
+    async def _lead(self, now: int) -> list[str]:
+        """The leader's steps, each only where the beat's one read (`queue.activity`) says it can find anything."""
+        found = await asyncio.to_thread(queue.activity, self.engine)
+        made: list[str] = []
+        if found.queued:
+            await asyncio.to_thread(queue.drop_absent, self.engine, now - 20 * self.settings.presence_ms)
+        if found.challenges:
+            await asyncio.to_thread(challenges.expire, self.engine, now - self.settings.challenge_ms)
+        if found.queued:
+            made = await asyncio.to_thread(self._pair, now)
+        if found.creating or made:
+            await self.create(await asyncio.to_thread(queue.creating, self.engine))
+        lm.queue_state(await asyncio.to_thread(queue.queued, self.engine) if found.queued else [], now)
+        if found.playing or made:
+            self.bots.keep(await asyncio.to_thread(bot_seats.bot_seats, self.engine))
         return made
 
     def _pair(self, now: int) -> list[str]:

@@ -7,12 +7,14 @@ take the key's hash as their seat token's hash, so the key is the player's token
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, bindparam, select
 from sqlalchemy.exc import IntegrityError
 
 from gateway.lobby import schema as s
@@ -20,7 +22,6 @@ from workers.errors import NameTaken, NotYourSeat
 from workers.games.errors import MalformedAction, quote
 from workers.sql import models as m
 from workers.sql.engine import reading
-from workers.sql.models import rows
 
 KEY_PREFIX = "thp_"
 """Player keys read as such in logs and local storage (organizer keys: `tho_`)."""
@@ -85,10 +86,17 @@ def player_by_key(engine: Engine, sha256: bytes) -> Player | None:
 
 def registered_names(engine: Engine, names: list[str]) -> dict[str, bytes]:
     """Which of `names` are registered players, with their key hashes (a seat for them needs their key)."""
-    k, p = s.player_keys, m.players
-    query = select(p.c.name, k.c.key_sha256).select_from(k.join(p, p.c.id == k.c.player_id)).where(p.c.name.in_(names))
     with reading(engine) as conn:
-        return {str(name): bytes(sha) for name, sha in rows(conn, query)}
+        found: Any = conn.execute(_registered_query(), {"names": names})
+        return {str(name): bytes(sha) for name, sha in found}
+
+
+@functools.cache
+def _registered_query() -> Any:
+    """Built once (every CreateMatch asks): building a statement costs more than running it."""
+    k, p = s.player_keys, m.players
+    joined = k.join(p, p.c.id == k.c.player_id)
+    return select(p.c.name, k.c.key_sha256).select_from(joined).where(p.c.name.in_(bindparam("names", expanding=True)))
 
 
 def check_names(engine: Engine, names: list[str], caller_sha256: bytes) -> None:

@@ -8,6 +8,7 @@ primary key and stops. Reads on SQLite begin DEFERRED (no write lock), like the 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -319,20 +320,25 @@ def running(engine: Engine) -> list[str]:
 
 def tournaments_of(engine: Engine, match_ids: Sequence[str]) -> list[str]:
     """The running tournaments these matches are tables of (most matches are no tournament's)."""
-    b, bt, t = s.batches, s.batch_tables, s.tournaments
     found: set[str] = set()
     with reading(engine) as conn, conn.begin():
         for start in range(0, len(match_ids), ended.BATCH):
             chunk = list(match_ids[start : start + ended.BATCH])
-            query = (
-                select(b.c.tournament_id)
-                .join(bt, bt.c.batch_id == b.c.id)
-                .join(t, t.c.id == b.c.tournament_id)
-                .where(bt.c.match_id.in_(chunk), t.c.status == "running")
-                .distinct()
-            )
-            found.update(str(x) for (x,) in rows(conn, query))
+            found.update(str(x) for x in conn.scalars(_tournaments_of_query(), {"ids": chunk}))
     return sorted(found)
+
+
+@functools.cache
+def _tournaments_of_query() -> Any:
+    """Built once (asked for every ended match): building a statement costs more than running it."""
+    b, bt, t = s.batches, s.batch_tables, s.tournaments
+    return (
+        select(b.c.tournament_id)
+        .join(bt, bt.c.batch_id == b.c.id)
+        .join(t, t.c.id == b.c.tournament_id)
+        .where(bt.c.match_id.in_(bindparam("ids", expanding=True)), t.c.status == "running")
+        .distinct()
+    )
 
 
 def ended_records(engine: Engine, match_ids: Sequence[str]) -> dict[str, ended.Ended]:

@@ -8,22 +8,21 @@ A few queries serve any number of matches.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 
 from workers.games.catalog import game_named
 from workers.games.engine import JSON, Placement, Rules
 from workers.games.records import Match
 from workers.replay_log import Position, restored
 from workers.sql import models as m
-from workers.sql.models import rows
-from workers.sql.reads import stored
+from workers.sql.reads import ENDED, ENDED_AMONG, stored
 
-ENDED = ("finished", "voided")
 BATCH = 500
 """Match ids per query (well under every driver's parameter limit)."""
 
@@ -67,12 +66,27 @@ class Ended:
 
 def statuses(conn: Connection, match_ids: Sequence[str]) -> dict[str, str]:
     """The status of each match that exists (in_progress, finished, voided)."""
-    t = m.matches
     out: dict[str, str] = {}
     for start in range(0, len(match_ids), BATCH):
-        chunk = list(match_ids[start : start + BATCH])
-        out.update({str(i): str(s) for i, s in rows(conn, select(t.c.id, t.c.status).where(t.c.id.in_(chunk)))})
+        found: Any = conn.execute(_statuses_query(), {"ids": list(match_ids[start : start + BATCH])})
+        out.update({str(i): str(s) for i, s in found})
     return out
+
+
+@functools.cache
+def _statuses_query() -> Any:
+    """Built once, as `_players_query` (a rating asks for every match)."""
+    t = m.matches
+    return select(t.c.id, t.c.status).where(t.c.id.in_(bindparam("ids", expanding=True)))
+
+
+@functools.cache
+def _players_query() -> Any:
+    """Each seat's player of the ended matches among `ids`, with the match's last write; built once (building
+    it cost more than running it)."""
+    t, s = m.matches, m.seats
+    query = select(s.c.match_id, s.c.seat, s.c.player_id, t.c.updated_unix_ms).join(t, t.c.id == s.c.match_id)
+    return query.where(t.c.id.in_(bindparam("ids", expanding=True)), t.c.status.in_(ENDED))
 
 
 def ended(conn: Connection, match_ids: Sequence[str]) -> list[Ended]:
@@ -84,15 +98,13 @@ def ended(conn: Connection, match_ids: Sequence[str]) -> list[Ended]:
 
 
 def _ended(conn: Connection, ids: list[str]) -> list[Ended]:
-    t, s = m.matches, m.seats
-    wanted = t.c.id.in_(ids) & t.c.status.in_(ENDED)
-    found = stored(conn, wanted)
+    found = stored(conn, ENDED_AMONG, {"ids": ids})
     if not found:
         return []
     players: dict[str, list[tuple[int, int]]] = defaultdict(list)
     updated: dict[str, int] = {}
-    query = select(s.c.match_id, s.c.seat, s.c.player_id, t.c.updated_unix_ms).join(t, t.c.id == s.c.match_id)
-    for match_id, seat, player_id, updated_unix_ms in rows(conn, query.where(wanted)):
+    found_players: Any = conn.execute(_players_query(), {"ids": ids})
+    for match_id, seat, player_id, updated_unix_ms in found_players:
         players[match_id].append((seat, int(player_id)))
         updated[match_id] = int(updated_unix_ms)
     out = []

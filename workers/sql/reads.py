@@ -7,10 +7,12 @@ names, snapshots, the events after each snapshot), each selecting by (partition,
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, or_, select
+from sqlalchemy import Connection, and_, bindparam, func, or_, select
 
 from workers.sql import models as m
 from workers.sql.models import rows
@@ -51,59 +53,92 @@ def last_heartbeat(conn: Connection, partitions: list[int]) -> int | None:
 def unfinished(conn: Connection, partitions: list[int]) -> list[Stored]:
     if not partitions:
         return []
-    t = m.matches
-    return stored(conn, and_(t.c.partition.in_(set(partitions)), t.c.status == IN_PROGRESS))
+    return stored(conn, UNFINISHED, {"partitions": sorted(set(partitions))})
 
 
 def load(conn: Connection, match_id: str) -> Stored | None:
     """One match whatever its status (an ended match read on demand); None if there is none."""
-    found = stored(conn, m.matches.c.id == match_id)
+    found = stored(conn, ONE, {"id": match_id})
     return found[0] if found else None
 
 
-def stored(conn: Connection, wanted: Any) -> list[Stored]:
-    """The matches `wanted` selects (a condition on `matches`), each with its snapshot and later log."""
-    t = m.matches
+ONE, UNFINISHED, ENDED_AMONG = "one", "unfinished", "ended_among"
+"""The selections `stored` reads: one match by id (`id`); the unfinished matches of some partitions
+(`partitions`); those of some matches that ended (`ids`)."""
+ENDED = ("finished", "voided")
 
-    seats: dict[str, list[tuple[int, str, bytes]]] = defaultdict(list)
-    s, pl = m.seats, m.players
-    query = (
-        select(s.c.match_id, s.c.seat, pl.c.name, s.c.token_sha256)
-        .select_from(s.join(t, t.c.id == s.c.match_id).join(pl, pl.c.id == s.c.player_id))
-        .where(wanted)
+
+def _wanted(selection: str) -> Any:
+    t = m.matches
+    if selection == ONE:
+        return t.c.id == bindparam("id")
+    if selection == UNFINISHED:
+        return and_(t.c.partition.in_(bindparam("partitions", expanding=True)), t.c.status == IN_PROGRESS)
+    if selection == ENDED_AMONG:
+        return and_(t.c.id.in_(bindparam("ids", expanding=True)), t.c.status.in_(ENDED))
+    raise ValueError(f"no selection {selection!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Queries:
+    seats: Any
+    snapshots: Any
+    events: Any
+    matches: Any
+
+
+@functools.cache
+def _queries(selection: str) -> _Queries:
+    """`stored`'s four statements for one selection, built once (building them cost more than running them:
+    a rating, which reads one ended match, spent a sixth of its time building statements)."""
+    t, s, pl, sn, ev = m.matches, m.seats, m.players, m.snapshots, m.events
+    wanted = _wanted(selection)
+    seated = s.join(t, t.c.id == s.c.match_id).join(pl, pl.c.id == s.c.player_id)
+    snapshot = sn.join(t, t.c.id == sn.c.match_id)
+    after_snapshot = ev.join(t, t.c.id == ev.c.match_id).outerjoin(sn, sn.c.match_id == ev.c.match_id)
+    match_columns = (
+        t.c.id, t.c.game, t.c.options, t.c.created_unix_ms, t.c.lot, t.c.partition,
+        t.c.status, t.c.void_reason, t.c.deadline_unix_ms, t.c.clock_running,
+    )  # fmt: skip
+    return _Queries(
+        seats=select(s.c.match_id, s.c.seat, pl.c.name, s.c.token_sha256).select_from(seated).where(wanted),
+        snapshots=select(sn.c.match_id, sn.c.seq, sn.c.blob).select_from(snapshot).where(wanted),
+        events=select(ev.c.match_id, *_log_columns())
+        .select_from(after_snapshot)
+        .where(wanted, or_(sn.c.seq.is_(None), ev.c.seq > sn.c.seq))
+        .order_by(ev.c.match_id, ev.c.seq),
+        matches=select(*match_columns).where(wanted).order_by(t.c.created_unix_ms, t.c.id),
     )
-    for match_id, seat, name, token in rows(conn, query):
+
+
+def stored(conn: Connection, selection: str, params: dict[str, Any]) -> list[Stored]:
+    """The matches of `selection` (ONE, UNFINISHED or ENDED_AMONG, with its `params`), each with its
+    snapshot and later log."""
+    queries = _queries(selection)
+    seats: dict[str, list[tuple[int, str, bytes]]] = defaultdict(list)
+    found_seats: Any = conn.execute(queries.seats, params)
+    for match_id, seat, name, token in found_seats:
         seats[match_id].append((seat, name, bytes(token)))
 
     snaps: dict[str, Snapshot] = {}
-    sn = m.snapshots
-    query = select(sn.c.match_id, sn.c.seq, sn.c.blob).select_from(sn.join(t, t.c.id == sn.c.match_id)).where(wanted)
     older: list[str] = []
-    for match_id, seq, blob in rows(conn, query):
+    found_snapshots: Any = conn.execute(queries.snapshots, params)
+    for match_id, seq, blob in found_snapshots:
         snaps[match_id] = snapshot = Snapshot(seq, bytes(blob))
         if not snapshot.current:
             older.append(match_id)  # written by an older worker's code: its whole log instead
 
     logs: dict[str, list[LogEntry]] = defaultdict(list)
-    ev = m.events
-    query = (
-        select(ev.c.match_id, *_log_columns())
-        .select_from(ev.join(t, t.c.id == ev.c.match_id).outerjoin(sn, sn.c.match_id == ev.c.match_id))
-        .where(wanted, or_(sn.c.seq.is_(None), ev.c.seq > sn.c.seq))
-        .order_by(ev.c.match_id, ev.c.seq)
-    )
-    for row in rows(conn, query):
+    found_events: Any = conn.execute(queries.events, params)
+    for row in found_events.all():
         logs[row[0]].append(_entry(row[1:]))
     for match_id in older:
         del snaps[match_id]
         logs[match_id] = log(conn, match_id)
 
     found = []
-    query = select(
-        t.c.id, t.c.game, t.c.options, t.c.created_unix_ms, t.c.lot, t.c.partition,
-        t.c.status, t.c.void_reason, t.c.deadline_unix_ms, t.c.clock_running,
-    ).where(wanted).order_by(t.c.created_unix_ms, t.c.id)  # fmt: skip
-    for match_id, game, options, created, lot, partition, status, reason, deadline, clock in rows(conn, query):
+    found_matches: Any = conn.execute(queries.matches, params).all()
+    for match_id, game, options, created, lot, partition, status, reason, deadline, clock in found_matches:
         ordered = sorted(seats[match_id])
         entry = MatchEntry(
             match_id,
