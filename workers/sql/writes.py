@@ -216,7 +216,7 @@ def _pg_epochs_and_newest(
     epochs: dict[int, tuple[int, str]] = {}
     newest: dict[str, int | None] = {}
     with _driver_cursor(conn) as cursor:
-        cursor.execute(_PG_EPOCHS_AND_NEWEST, {"partitions": sorted(partitions), "ids": ids})
+        cursor.execute(_PG_EPOCHS_AND_NEWEST, {"partitions": json.dumps(sorted(partitions)), "ids": json.dumps(ids)})
         found: list[Any] = cursor.fetchall()
     for partition, epoch, owner, match_id, seq in found:
         if match_id is None:
@@ -427,12 +427,13 @@ _PG_EPOCHS_FOR_SHARE = text(
     "SELECT partition, epoch, owner FROM partitions WHERE partition = ANY(CAST(:partitions AS int[])) "
     "ORDER BY partition FOR SHARE"
 )
-_PG_EPOCHS_AND_NEWEST = (
+_PG_EPOCHS_AND_NEWEST = (  # its two lists as JSON texts, as `_PG_APPEND`'s rows
     "WITH fence AS (SELECT partition, epoch, owner FROM partitions "
-    "WHERE partition = ANY(CAST(%(partitions)s AS int[])) ORDER BY partition FOR SHARE) "
+    "WHERE partition = ANY(ARRAY(SELECT json_array_elements_text(CAST(%(partitions)s AS json))::int)) "
+    "ORDER BY partition FOR SHARE) "
     "SELECT partition, epoch, owner, NULL, NULL FROM fence "
     "UNION ALL SELECT NULL, NULL, NULL, m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) "
-    "FROM matches m WHERE m.id = ANY(CAST(%(ids)s AS text[]))"
+    "FROM matches m WHERE m.id = ANY(ARRAY(SELECT json_array_elements_text(CAST(%(ids)s AS json))))"
 )
 _PG_NEWEST = text(
     "SELECT m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) FROM matches m "
