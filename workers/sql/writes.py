@@ -287,6 +287,9 @@ def _reschedules(conn: Connection, ops: list[tuple[int, RescheduleOp]], out: lis
 def _insert_matches(conn: Connection, accepted: list[MatchEntry], now: int) -> None:
     if not accepted:
         return
+    if conn.dialect.name == "postgresql":
+        _pg_insert_matches(conn, accepted, now)
+        return
     names = sorted({name for e in accepted for name in e.players})
     conn.execute(upsert(conn, m.players).on_conflict_do_nothing(), [{"name": n} for n in names])
     ids: dict[str, int] = dict(rows(conn, select(m.players.c.name, m.players.c.id).where(m.players.c.name.in_(names))))
@@ -318,6 +321,47 @@ def _insert_matches(conn: Connection, accepted: list[MatchEntry], now: int) -> N
             for seat, name in enumerate(e.players)
         ],
     )
+
+
+def _pg_insert_matches(conn: Connection, accepted: list[MatchEntry], now: int) -> None:
+    """`_insert_matches` on PostgreSQL in three statements to the driver, their rows as JSON texts (as
+    `_PG_APPEND`): SQLAlchemy's executemany processed every row's parameters in Python, and a worker's
+    writer thread spent half its GIL samples creating matches (`tablehall bench service --workers 3`)."""
+    names = json.dumps(sorted({name for e in accepted for name in e.players}))
+    progress = Progress()
+    matches = [
+        (e.match_id, e.game, json.dumps(e.options), e.created_unix_ms, e.lot, e.partition, progress.status,
+         progress.void_reason, progress.deadline_unix_ms, progress.clock_running, now)
+        for e in accepted
+    ]  # fmt: skip
+    with _driver_cursor(conn) as cursor:
+        cursor.execute(_PG_PLAYERS, {"names": names})
+        cursor.execute(_PG_PLAYER_IDS, {"names": names})
+        ids: dict[str, int] = dict(cursor.fetchall())
+        seats = [
+            (e.match_id, seat, ids[name], e.token_sha256[seat].hex())
+            for e in accepted
+            for seat, name in enumerate(e.players)
+        ]
+        cursor.execute(_PG_MATCHES_AND_SEATS, {"matches": json.dumps(matches), "seats": json.dumps(seats)})
+
+
+_PG_PLAYERS = (
+    "INSERT INTO players (name) SELECT json_array_elements_text(CAST(%(names)s AS json)) ON CONFLICT DO NOTHING"
+)
+_PG_PLAYER_IDS = (
+    "SELECT name, id FROM players WHERE name = ANY(ARRAY(SELECT json_array_elements_text(CAST(%(names)s AS json))))"
+)
+_PG_MATCHES_AND_SEATS = (
+    "WITH made AS (INSERT INTO matches (id, game, options, created_unix_ms, lot, partition, status, void_reason, "
+    "deadline_unix_ms, clock_running, updated_unix_ms) "
+    "SELECT r->>0, r->>1, (r->>2)::json, (r->>3)::bigint, (r->>4)::int, (r->>5)::int, r->>6, r->>7, "
+    "(r->>8)::bigint, (r->>9)::boolean, (r->>10)::bigint FROM json_array_elements(CAST(%(matches)s AS json)) AS r "
+    "RETURNING id) "
+    "INSERT INTO seats (match_id, seat, player_id, token_sha256) "
+    "SELECT r->>0, (r->>1)::int, (r->>2)::int, decode(r->>3, 'hex') "
+    "FROM json_array_elements(CAST(%(seats)s AS json)) AS r WHERE EXISTS (SELECT 1 FROM made)"
+)
 
 
 def _appends(
