@@ -29,7 +29,7 @@ from ratings import holds
 from ratings import models as r
 from workers import metrics
 from workers.sql import models as m
-from workers.sql.ended import ended, statuses
+from workers.sql.ended import column_of, ended, statuses
 from workers.sql.engine import reading
 from workers.sql.writes import upsert
 
@@ -124,19 +124,13 @@ def rate_all(engine: Engine, match_ids: Sequence[str], now: int | None = None) -
 def in_end_order(engine: Engine, match_ids: list[str]) -> list[str]:
     """`match_ids` by their end (the last write to a finished match), then id; unknown ones last."""
     with reading(engine) as conn, conn.begin():
-        ends: dict[str, int] = dict(conn.execute(_ends_query(), {"ids": match_ids}).tuples().all())
+        ends: dict[str, int] = dict(conn.execute(column_of("updated_unix_ms"), {"ids": match_ids}).tuples().all())
     return sorted(match_ids, key=lambda match_id: (match_id not in ends, ends.get(match_id, 0), match_id))
 
 
 @functools.cache
-def _ends_query() -> Any:
-    """Built once, as every statement a rating runs (building one cost more than running it)."""
-    t = m.matches
-    return select(t.c.id, t.c.updated_unix_ms).where(t.c.id.in_(bindparam("ids", expanding=True)))
-
-
-@functools.cache
 def _marker_query() -> Any:
+    """Built once, as every statement a rating runs (building one cost more than running it)."""
     done = r.rated_matches
     return select(done.c.match_id).where(done.c.match_id == bindparam("match_id"))
 

@@ -68,16 +68,17 @@ def statuses(conn: Connection, match_ids: Sequence[str]) -> dict[str, str]:
     """The status of each match that exists (in_progress, finished, voided)."""
     out: dict[str, str] = {}
     for start in range(0, len(match_ids), BATCH):
-        found: Any = conn.execute(_statuses_query(), {"ids": list(match_ids[start : start + BATCH])})
+        found: Any = conn.execute(column_of("status"), {"ids": list(match_ids[start : start + BATCH])})
         out.update({str(i): str(s) for i, s in found})
     return out
 
 
 @functools.cache
-def _statuses_query() -> Any:
-    """Built once, as `_players_query` (a rating asks for every match)."""
+def column_of(name: str) -> Any:
+    """The id and one column of each match among `ids`: built once per column, as `_players_query` (a rating
+    asks for every match)."""
     t = m.matches
-    return select(t.c.id, t.c.status).where(t.c.id.in_(bindparam("ids", expanding=True)))
+    return select(t.c.id, t.c[name]).where(t.c.id.in_(bindparam("ids", expanding=True)))
 
 
 @functools.cache
