@@ -67,7 +67,7 @@ def test_a_match_with_a_snapshot_reads_as_its_whole_log(url: str) -> None:  # no
         await play_out(host, match_id, 5)
         engine = engine_for(url)
         with engine.connect() as conn:
-            (stored,) = reads.stored(conn, reads.ONE, {"id": match_id})
+            (stored,) = reads.stored(conn, reads.Selection.ONE, match_id)
             assert stored.snapshot is not None and stored.snapshot.seq >= SNAPSHOT_EVERY
             whole = Stored(stored.entry, None, tuple(reads.log(conn, match_id)), stored.progress)
             (read,) = ended.ended(conn, [match_id])

@@ -21,7 +21,7 @@ from workers.games.engine import JSON, Placement, Rules
 from workers.games.records import Match
 from workers.replay_log import Position, restored
 from workers.sql import models as m
-from workers.sql.reads import ENDED, ENDED_AMONG, stored
+from workers.sql.reads import ENDED, Selection, stored
 
 BATCH = 500
 """Match ids per query (well under every driver's parameter limit)."""
@@ -99,7 +99,7 @@ def ended(conn: Connection, match_ids: Sequence[str]) -> list[Ended]:
 
 
 def _ended(conn: Connection, ids: list[str]) -> list[Ended]:
-    found = stored(conn, ENDED_AMONG, {"ids": ids})
+    found = stored(conn, Selection.ENDED_AMONG, ids)
     if not found:
         return []
     players: dict[str, list[tuple[int, int]]] = defaultdict(list)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, func, or_, select
@@ -53,34 +54,42 @@ def last_heartbeat(conn: Connection, partitions: list[int]) -> int | None:
 def unfinished(conn: Connection, partitions: list[int]) -> list[Stored]:
     if not partitions:
         return []
-    return stored(conn, UNFINISHED, {"partitions": sorted(set(partitions))})
+    return stored(conn, Selection.UNFINISHED, sorted(set(partitions)))
 
 
 def load(conn: Connection, match_id: str) -> Stored | None:
     """One match whatever its status (an ended match read on demand); None if there is none."""
-    found = stored(conn, ONE, {"id": match_id})
+    found = stored(conn, Selection.ONE, match_id)
     return found[0] if found else None
 
 
-ONE, UNFINISHED, ENDED_AMONG = "one", "unfinished", "ended_among"
-"""The selections `stored` reads: one match by id (`id`); the unfinished matches of some partitions
-(`partitions`); those of some matches that ended (`ids`)."""
+class Selection(Enum):
+    """Which matches `stored` reads; each value is the name of the parameter it takes."""
+
+    ONE = "id"
+    """One match by its id, whatever its status."""
+    UNFINISHED = "partitions"
+    """The unfinished matches of some partitions (recovery)."""
+    ENDED_AMONG = "ids"
+    """Those of some matches that ended (ratings, records, tournaments)."""
+
+
 ENDED = ("finished", "voided")
 
 
-def _wanted(selection: str) -> Any:
+def _wanted(selection: Selection) -> Any:
     t = m.matches
-    if selection == ONE:
+    if selection is Selection.ONE:
         return t.c.id == bindparam("id")
-    if selection == UNFINISHED:
+    if selection is Selection.UNFINISHED:
         return and_(t.c.partition.in_(bindparam("partitions", expanding=True)), t.c.status == IN_PROGRESS)
-    if selection == ENDED_AMONG:
-        return and_(t.c.id.in_(bindparam("ids", expanding=True)), t.c.status.in_(ENDED))
-    raise ValueError(f"no selection {selection!r}")
+    return and_(t.c.id.in_(bindparam("ids", expanding=True)), t.c.status.in_(ENDED))
 
 
 @dataclass(frozen=True, slots=True)
 class _Queries:
+    """`stored`'s statements for one selection."""
+
     seats: Any
     snapshots: Any
     events: Any
@@ -88,7 +97,7 @@ class _Queries:
 
 
 @functools.cache
-def _queries(selection: str) -> _Queries:
+def _queries(selection: Selection) -> _Queries:
     """`stored`'s four statements for one selection, built once (building them cost more than running them:
     a rating, which reads one ended match, spent a sixth of its time building statements)."""
     t, s, pl, sn, ev = m.matches, m.seats, m.players, m.snapshots, m.events
@@ -111,26 +120,26 @@ def _queries(selection: str) -> _Queries:
     )
 
 
-def stored(conn: Connection, selection: str, params: dict[str, Any]) -> list[Stored]:
-    """The matches of `selection` (ONE, UNFINISHED or ENDED_AMONG, with its `params`), each with its
-    snapshot and later log."""
-    queries = _queries(selection)
+def stored(conn: Connection, selection: Selection, among: Any) -> list[Stored]:
+    """The matches of `selection` (`among`: the id, partitions or ids it takes), each with its snapshot and
+    later log; each statement's rows taken in one fetch."""
+    queries, params = _queries(selection), {selection.value: among}
     seats: dict[str, list[tuple[int, str, bytes]]] = defaultdict(list)
-    found_seats: Any = conn.execute(queries.seats, params)
+    found_seats: Any = conn.execute(queries.seats, params).all()
     for match_id, seat, name, token in found_seats:
         seats[match_id].append((seat, name, bytes(token)))
 
     snaps: dict[str, Snapshot] = {}
     older: list[str] = []
-    found_snapshots: Any = conn.execute(queries.snapshots, params)
+    found_snapshots: Any = conn.execute(queries.snapshots, params).all()
     for match_id, seq, blob in found_snapshots:
         snaps[match_id] = snapshot = Snapshot(seq, bytes(blob))
         if not snapshot.current:
             older.append(match_id)  # written by an older worker's code: its whole log instead
 
     logs: dict[str, list[LogEntry]] = defaultdict(list)
-    found_events: Any = conn.execute(queries.events, params)
-    for row in found_events.all():
+    found_events: Any = conn.execute(queries.events, params).all()
+    for row in found_events:
         logs[row[0]].append(_entry(row[1:]))
     for match_id in older:
         del snaps[match_id]

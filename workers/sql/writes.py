@@ -487,7 +487,8 @@ _PG_NEWEST = text(
 # PostgreSQL: a whole batch's log rows and progress rows in one statement (one round trip), each sent as one
 # JSON text (`json.dumps`, in C) and taken apart by the server: executemany would send a statement per row,
 # which cost the writer more than the commit, and columns sent as arrays were dumped element by element in
-# Python by the driver (a tenth of a worker's GIL samples under `tablehall bench service --workers 3`).
+# Python by the driver (a twentieth of a worker's `py-spy --gil` samples under `tablehall bench service
+# --workers 3`, its writer thread a sixth in all; 6 % since).
 _PG_APPEND = (
     "WITH logged AS (INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms, epoch) "
     "SELECT r->>0, (r->>1)::int, (r->>2)::int, r->>3, (r->>4)::int, (r->>5)::json, (r->>6)::bigint, "
