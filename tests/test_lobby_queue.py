@@ -269,8 +269,10 @@ def test_an_idle_lobby_s_beat_reads_once_and_each_step_runs_once_its_rows_exist(
 
         async def beat() -> list[str]:
             statements.clear()
-            made = await lobby.hall.tick()
-            return made
+            return await lobby.hall.tick()
+
+        def ran(table: str) -> bool:
+            return any(f"FROM {table}" in statement for statement in statements[1:])  # after the one read
 
         assert await beat() == [] and lobby.hall.leading  # takes the lease (its own statements)
         assert await asyncio.to_thread(queue.activity, lobby.engine) == queue.Activity(False, False, False, False)
@@ -278,14 +280,15 @@ def test_an_idle_lobby_s_beat_reads_once_and_each_step_runs_once_its_rows_exist(
         ana, bia = await lobby.player("Ana"), await lobby.player("Bia")
         await ana.join(SB)
         assert (await asyncio.to_thread(queue.activity, lobby.engine)).queued
-        assert await beat() == [] and len(statements) > 1, "one waits: absent players dropped, the gauges read"
-        await lobby.player("Cid")
-        made = await (await lobby.player("Dan")).open_challenge(SB, {})
+        assert await beat() == [] and ran("lobby_queue") and not ran("lobby_challenges"), statements
+        await (await lobby.player("Dan")).open_challenge(SB, {})
         assert (await asyncio.to_thread(queue.activity, lobby.engine)).challenges
+        assert await beat() == [] and ran("lobby_challenges"), "an open challenge: the expiry step looks"
         await bia.join(SB)
         (match_id,) = await beat()
         found = await asyncio.to_thread(queue.activity, lobby.engine)
         assert (found.queued, found.creating, found.playing) == (False, False, True), "the table is made and played"
-        assert match_id in lobby.host.actors and made.challenge_id
+        assert match_id in lobby.host.actors
+        assert await beat() == [] and ran("players JOIN player_keys"), "a table in play: its bot seats are looked for"
 
     run_lobby(tmp_path, body)
