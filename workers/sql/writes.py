@@ -150,7 +150,7 @@ def _epochs(conn: Connection, partitions: set[int], lock: bool) -> dict[int, tup
     if not partitions:
         return {}
     if lock and conn.dialect.name == "postgresql":  # every batch: a prepared text statement, no compiling
-        found: list[Any] = list(conn.execute(_PG_EPOCHS_FOR_SHARE, {"partitions": sorted(partitions)}))
+        found: list[Any] = list(conn.execute(_PG_EPOCHS_FOR_SHARE, {"partitions": json.dumps(sorted(partitions))}))
         return {p: (epoch, owner) for p, epoch, owner in found}
     if lock:  # SQLite, every batch: the driver's own statement (the transaction holds the write lock)
         cursor = _driver_cursor(conn)
@@ -165,13 +165,14 @@ def _epochs(conn: Connection, partitions: set[int], lock: bool) -> dict[int, tup
 
 def _fence(
     conn: Connection, ops: Sequence[Op], out: list[object]
-) -> tuple[list[tuple[int, Fenced]], dict[str, int | None] | None]:
-    """The ops whose partition is still at their epoch (the others fail `FencedOut`); on PostgreSQL, with
-    the newest seq of every match the batch appends to, read by the same statement (one round trip)."""
+) -> tuple[list[tuple[int, Fenced]], dict[str, int | None]]:
+    """The ops whose partition is still at their epoch (the others fail `FencedOut`), and the newest seq of
+    every existing match the batch appends to (None: nothing logged yet), read by the same statement (one
+    round trip; a backwards scan of the (match_id, seq) key per match, cheap however long the logs grow)."""
     fenced = [(i, op) for i, op in enumerate(ops) if isinstance(op, Fenced)]
     partitions = {op.partition for _, op in fenced}
     appending = sorted({op.match_id for _, op in fenced if isinstance(op, AppendOp)})
-    newest: dict[str, int | None] | None = None
+    newest: dict[str, int | None] = {}
     if appending and conn.dialect.name == "postgresql":
         epochs, newest = _pg_epochs_and_newest(conn, partitions, appending)
     elif conn.dialect.name == "sqlite":
@@ -192,8 +193,8 @@ def _fence(
 
 def _sqlite_epochs_and_newest(
     conn: Connection, partitions: set[int], ids: list[str]
-) -> tuple[dict[int, tuple[int, str]], dict[str, int | None] | None]:
-    """The partitions' epochs and the matches' newest seqs (as `_epochs` and `_newest`; the transaction holds
+) -> tuple[dict[int, tuple[int, str]], dict[str, int | None]]:
+    """The partitions' epochs and the matches' newest seqs (as `_epochs` and `_fence`; the transaction holds
     SQLite's write lock) as one row of one statement: the driver lets go of the interpreter around every
     step of a statement, and under load each step's way back cost the writer thread a wait for the event
     loop's thread (`tablehall bench service --database-url sqlite:…`: ten appends took 2.5 ms on a quiet
@@ -204,13 +205,13 @@ def _sqlite_epochs_and_newest(
     epochs_json, newest_json = found.fetchone()
     cursor.close()
     epochs = {p: (epoch, owner) for p, epoch, owner in json.loads(epochs_json)}
-    return epochs, (dict(json.loads(newest_json)) if ids else None)
+    return epochs, (dict(json.loads(newest_json)) if ids else {})
 
 
 def _pg_epochs_and_newest(
     conn: Connection, partitions: set[int], ids: list[str]
 ) -> tuple[dict[int, tuple[int, str]], dict[str, int | None]]:
-    """The partitions' epochs (locked `FOR SHARE`, as `_epochs`) and the matches' newest seqs (as `_newest`)
+    """The partitions' epochs (locked `FOR SHARE`, as `_epochs`) and the matches' newest seqs (as `_fence`)
     in one statement. Its snapshot may predate a claim the lock then waited for: the epoch read is the
     claim's, so such a batch is fenced out, whatever its snapshot says about the log."""
     epochs: dict[int, tuple[int, str]] = {}
@@ -369,11 +370,11 @@ def _appends(
     appends: list[tuple[int, AppendOp]],
     out: list[object],
     now: int,
-    newest: dict[str, int | None] | None,
+    newest: dict[str, int | None],
 ) -> None:
     if not appends:
         return
-    last = dict(newest) if newest is not None else _newest(conn, sorted({op.match_id for _, op in appends}))
+    last = dict(newest)
     inserts: list[tuple[Any, ...]] = []
     progress: dict[str, Progress] = {}
     for i, op in appends:
@@ -395,13 +396,13 @@ def _appends(
             )
     if not inserts:
         return
+    updates = [(m, p.status, p.void_reason, p.deadline_unix_ms, p.clock_running) for m, p in progress.items()]
     if conn.dialect.name == "postgresql":
-        _pg_appends(conn, inserts, progress, now)
+        _pg_appends(conn, inserts, updates, now)
         return
     cursor = _driver_cursor(conn)  # each statement takes many rows: few steps a batch (`_sqlite_epochs_and_newest`)
     for chunk in _chunks(inserts, _ROWS):
         cursor.execute(_rows_sql(_SQLITE_INSERT_EVENTS_INTO, len(chunk), 9), [v for row in chunk for v in row])
-    updates = [(m, p.status, p.void_reason, p.deadline_unix_ms, p.clock_running) for m, p in progress.items()]
     if sqlite3.sqlite_version_info >= (3, 33):
         for chunk in _chunks(updates, _ROWS):
             values = [now, *(v for row in chunk for v in row)]
@@ -409,18 +410,6 @@ def _appends(
     else:  # no UPDATE ... FROM before SQLite 3.33: a statement a match
         cursor.executemany(_SQLITE_UPDATE_MATCH, [(*row[1:], now, row[0]) for row in updates])
     cursor.close()
-
-
-def _newest(conn: Connection, ids: list[str]) -> dict[str, int | None]:
-    """Per match of `ids` that exists, its newest seq (None: nothing logged yet); a backwards scan of the
-    (match_id, seq) key per match: cheap however long the logs grow."""
-    if conn.dialect.name == "postgresql":
-        found: list[Any] = list(conn.execute(_PG_NEWEST, {"ids": ids}))
-        return {match_id: seq for match_id, seq in found}
-    cursor = _driver_cursor(conn)
-    newest = cursor.execute(_SQLITE_NEWEST.format(marks=", ".join("?" * len(ids))), ids).fetchall()
-    cursor.close()
-    return dict(newest)
 
 
 def _driver_cursor(conn: Connection) -> Any:
@@ -432,9 +421,6 @@ def _driver_cursor(conn: Connection) -> Any:
 
 # SQLite: the log's writes as the driver's own statements (JSON as `json.dumps` writes it, as SQLAlchemy did).
 _SQLITE_EPOCHS = "SELECT partition, epoch, owner FROM partitions WHERE partition IN ({marks})"
-_SQLITE_NEWEST = (
-    "SELECT m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) FROM matches m WHERE m.id IN ({marks})"
-)
 _SQLITE_FENCE = (
     "SELECT (SELECT json_group_array(json_array(partition, epoch, owner)) FROM partitions "
     "WHERE partition IN ({marks})), "
@@ -468,7 +454,8 @@ def _chunks(items: list[Any], size: int) -> list[list[Any]]:
 # PostgreSQL: what every batch reads, as text statements (no statement to build and compile per batch); the
 # two every batch of appends runs go to the driver itself (`_driver_cursor`), in its placeholders.
 _PG_EPOCHS_FOR_SHARE = text(
-    "SELECT partition, epoch, owner FROM partitions WHERE partition = ANY(CAST(:partitions AS int[])) "
+    "SELECT partition, epoch, owner FROM partitions "
+    "WHERE partition = ANY(ARRAY(SELECT json_array_elements_text(CAST(:partitions AS json))::int)) "
     "ORDER BY partition FOR SHARE"
 )
 _PG_EPOCHS_AND_NEWEST = (  # its two lists as JSON texts, as `_PG_APPEND`'s rows
@@ -479,11 +466,6 @@ _PG_EPOCHS_AND_NEWEST = (  # its two lists as JSON texts, as `_PG_APPEND`'s rows
     "UNION ALL SELECT NULL, NULL, NULL, m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) "
     "FROM matches m WHERE m.id = ANY(ARRAY(SELECT json_array_elements_text(CAST(%(ids)s AS json))))"
 )
-_PG_NEWEST = text(
-    "SELECT m.id, (SELECT max(e.seq) FROM events e WHERE e.match_id = m.id) FROM matches m "
-    "WHERE m.id = ANY(CAST(:ids AS text[]))"
-)
-
 # PostgreSQL: a whole batch's log rows and progress rows in one statement (one round trip), each sent as one
 # JSON text (`json.dumps`, in C) and taken apart by the server: executemany would send a statement per row,
 # which cost the writer more than the commit, and columns sent as arrays were dumped element by element in
@@ -499,9 +481,9 @@ _PG_APPEND = (
 )
 
 
-def _pg_appends(conn: Connection, inserts: list[tuple[Any, ...]], progress: dict[str, Progress], now: int) -> None:
-    """`inserts`: the events' rows in `_appends`' column order (the action as its JSON text)."""
-    updates = [(m, p.status, p.void_reason, p.deadline_unix_ms, p.clock_running) for m, p in progress.items()]
+def _pg_appends(conn: Connection, inserts: list[tuple[Any, ...]], updates: list[tuple[Any, ...]], now: int) -> None:
+    """`inserts`: the events' rows in `_appends`' column order (the action as its JSON text); `updates`: each
+    match's progress (id, status, void reason, deadline, clock running)."""
     with _driver_cursor(conn) as cursor:
         cursor.execute(_PG_APPEND, {"rows": json.dumps(inserts), "progress": json.dumps(updates), "now": now})
 
