@@ -353,15 +353,14 @@ _PG_PLAYERS = (
 _PG_PLAYER_IDS = (
     "SELECT name, id FROM players WHERE name = ANY(ARRAY(SELECT json_array_elements_text(CAST(%(names)s AS json))))"
 )
-_PG_MATCHES_AND_SEATS = (
+_PG_MATCHES_AND_SEATS = (  # the seats' foreign key is checked at the statement's end, after both inserts
     "WITH made AS (INSERT INTO matches (id, game, options, created_unix_ms, lot, partition, status, void_reason, "
     "deadline_unix_ms, clock_running, updated_unix_ms) "
     "SELECT r->>0, r->>1, (r->>2)::json, (r->>3)::bigint, (r->>4)::int, (r->>5)::int, r->>6, r->>7, "
-    "(r->>8)::bigint, (r->>9)::boolean, (r->>10)::bigint FROM json_array_elements(CAST(%(matches)s AS json)) AS r "
-    "RETURNING id) "
+    "(r->>8)::bigint, (r->>9)::boolean, (r->>10)::bigint FROM json_array_elements(CAST(%(matches)s AS json)) AS r) "
     "INSERT INTO seats (match_id, seat, player_id, token_sha256) "
     "SELECT r->>0, (r->>1)::int, (r->>2)::int, decode(r->>3, 'hex') "
-    "FROM json_array_elements(CAST(%(seats)s AS json)) AS r WHERE EXISTS (SELECT 1 FROM made)"
+    "FROM json_array_elements(CAST(%(seats)s AS json)) AS r"
 )
 
 
