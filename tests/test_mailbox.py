@@ -194,3 +194,73 @@ def test_work_abandoned_while_it_runs_in_its_callers_turn_tells_the_caller() -> 
         assert not box.busy
 
     run(body())
+
+
+def test_work_that_waits_goes_on_by_what_it_awaits_with_no_task_made() -> None:
+    async def body() -> None:
+        box, loop, seen = Mailbox(), asyncio.get_running_loop(), []
+        commit: asyncio.Future[str] = loop.create_future()
+
+        async def change() -> str:
+            answer = await commit  # a durable log's commit
+            seen.append(asyncio.current_task())
+            return answer
+
+        before = asyncio.all_tasks()
+        caller = asyncio.create_task(box.run(change))
+        await asyncio.sleep(0)
+        assert box.busy and asyncio.all_tasks() - before == {caller}  # only the caller's own task
+        commit.set_result("committed")
+        assert await caller == "committed"
+        assert seen == [None]  # it went on in the commit's callback, in no task
+        assert not box.busy and asyncio.all_tasks() == before
+
+    run(body())
+
+
+def test_settled_waits_for_work_that_had_to_wait_and_then_for_the_queue() -> None:
+    async def body() -> None:
+        box, loop, order = Mailbox(), asyncio.get_running_loop(), []
+        commit: asyncio.Future[None] = loop.create_future()
+
+        async def first() -> None:
+            await commit
+            order.append("first")
+
+        async def second() -> None:
+            order.append("second")
+
+        one = asyncio.create_task(box.run(first))
+        await asyncio.sleep(0)
+        two = asyncio.create_task(box.run(second))
+        settled = asyncio.create_task(box.settled())
+        for _ in range(5):  # turns of the loop: nothing ends while the commit is out
+            await asyncio.sleep(0)
+        assert not settled.done() and order == []
+        commit.set_result(None)
+        await settled
+        assert order == ["first", "second"] and one.done() and two.done() and not box.busy
+
+    run(body())
+
+
+def test_work_that_yields_what_no_task_takes_fails_as_in_a_task() -> None:
+    class Odd:
+        def __await__(self) -> object:
+            yield 42  # neither a future nor a bare yield
+
+    async def body() -> None:
+        box = Mailbox()
+
+        async def odd() -> None:
+            await Odd()
+
+        async def fine() -> str:
+            await asyncio.sleep(0)
+            return "ok"
+
+        with pytest.raises(RuntimeError, match="yielded int"):
+            await box.run(odd)
+        assert not box.busy and await box.run(fine) == "ok"
+
+    run(body())

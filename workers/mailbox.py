@@ -6,16 +6,17 @@ task — the commit and the apply are one step no caller can cut in two — and 
 The task exists only while there is work, so ten thousand idle matches cost no tasks. Work that finds
 the mailbox idle starts at once in its caller's turn, as an eager task would (Python 3.12's
 `eager_task_factory`): a change that never waits (an in-memory log) runs to its end there, with no task
-created and no switch; one that waits goes on from there in the mailbox's task, which the caller can no
-longer cut short. Work must therefore not depend on which task runs it (no `asyncio.timeout`, no
-`current_task`).
+created and no switch; one that waits (a durable log's commit) goes on from there driven by the callbacks of
+what it awaits (`_Driven`), which no caller can cut short, again with no task: a task made for each durable
+command, and its first turn, cost the loop more than the rest of the wait. Work must therefore not depend
+on running in a task (no `asyncio.timeout`, no `current_task`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -24,7 +25,8 @@ T = TypeVar("T")
 class Mailbox:
     def __init__(self) -> None:
         self._queue: deque[tuple[Callable[[], Coroutine[Any, Any, Any]], asyncio.Future[Any]]] = deque()
-        self._runner: asyncio.Task[None] | None = None
+        self._runner: asyncio.Future[None] | None = None
+        """The mailbox's task draining the queue, or the end of eager work that had to wait (`_Driven`)."""
         self._current: asyncio.Future[Any] | None = None
         self._eager = False
         """A piece of work is running in its caller's turn (nothing else of this mailbox may start)."""
@@ -58,7 +60,7 @@ class Mailbox:
                 return future.result()  # abandoned while it ran: its caller hears that, as from the task
             raise
         self._eager = False
-        self._runner = loop.create_task(self._drain(_Resumed(work, awaited), future))
+        self._runner = _Driven(self, loop, work, future).wait(awaited)
         return await future
 
     def _finished(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[T], result: T) -> T:
@@ -102,20 +104,21 @@ class Mailbox:
         while self._runner is not None:
             await asyncio.wait({self._runner})
 
-    async def _drain(
-        self, begun: Awaitable[Any] | None = None, begun_future: asyncio.Future[Any] | None = None
-    ) -> None:
-        """Run the queue to its end; `begun`: first the rest of eager work that had to wait."""
+    def _driven_ended(self, loop: asyncio.AbstractEventLoop, ended: asyncio.Future[None]) -> None:
+        """Eager work that had to wait has ended: the queue's turn."""
+        self._current = None
+        self._runner = None
+        ended.set_result(None)
+        self._start_queued(loop)
+
+    async def _drain(self) -> None:
+        """Run the queue to its end."""
         try:
-            while begun is not None or self._queue:
-                if begun is not None:
-                    running, future, begun = begun, begun_future, None
-                    assert future is not None
-                else:
-                    work, future = self._queue.popleft()
-                    if future.done():  # its caller went away before its turn: nothing of it runs
-                        continue
-                    running = work()
+            while self._queue:
+                work, future = self._queue.popleft()
+                if future.done():  # its caller went away before its turn: nothing of it runs
+                    continue
+                running = work()
                 self._current = future
                 try:
                     result = await running
@@ -136,31 +139,51 @@ class Mailbox:
             self._queue.clear()
 
 
-class _Resumed:
-    """The rest of a coroutine that was started outside any task and stopped at `awaited` (a future, or
-    None for a bare yield): awaited in a task, it hands that on as its own and goes on when it is done."""
+class _Driven:
+    """The rest of eager work that stopped at a future: each future it awaits wakes it by its done callback,
+    and it runs on in that callback up to its next wait or its end (as a task would step it, with no task).
+    Nobody can cancel it; its caller's future gets its result, unless the caller left or was told already."""
 
-    __slots__ = ("awaited", "coroutine")
+    __slots__ = ("ended", "future", "loop", "mailbox", "work")
 
-    def __init__(self, coroutine: Coroutine[Any, Any, Any], awaited: Any) -> None:
-        self.coroutine = coroutine
-        self.awaited = awaited
+    def __init__(
+        self,
+        mailbox: Mailbox,
+        loop: asyncio.AbstractEventLoop,
+        work: Coroutine[Any, Any, Any],
+        future: asyncio.Future[Any],
+    ) -> None:
+        self.mailbox, self.loop, self.work, self.future = mailbox, loop, work, future
+        self.ended: asyncio.Future[None] = loop.create_future()
 
-    def __await__(self) -> Generator[Any, Any, Any]:
-        awaited = self.awaited
-        while True:
-            try:
-                sent = yield awaited
-            except BaseException as thrown:  # the task was cancelled (the loop is closing)
-                try:
-                    awaited = self.coroutine.throw(thrown)
-                except StopIteration as done:
-                    return done.value
-                continue
-            try:
-                awaited = self.coroutine.send(sent)
-            except StopIteration as done:
-                return done.value
+    def wait(self, awaited: Any) -> asyncio.Future[None]:
+        """Go on once `awaited` (what the work yielded: a future, or None for a bare yield) is done."""
+        if awaited is None:
+            self.loop.call_soon(self._step)
+        elif asyncio.isfuture(awaited):
+            awaited._asyncio_future_blocking = False  # taken, as a task takes what it is handed
+            awaited.add_done_callback(self._wake)
+        else:  # as a task answers it
+            self.loop.call_soon(self._step, RuntimeError(f"a mailbox's work yielded {type(awaited).__name__}"))
+        return self.ended
+
+    def _wake(self, _: object) -> None:
+        self._step()
+
+    def _step(self, thrown: Exception | None = None) -> None:
+        try:
+            awaited = self.work.send(None) if thrown is None else self.work.throw(thrown)
+        except StopIteration as done:
+            if not self.future.done():
+                self.future.set_result(done.value)
+        except asyncio.CancelledError:
+            self.future.cancel()
+        except Exception as error:
+            _fail(self.future, error)
+        else:
+            self.wait(awaited)
+            return
+        self.mailbox._driven_ended(self.loop, self.ended)
 
 
 def _fail(future: asyncio.Future[Any], error: Exception) -> None:

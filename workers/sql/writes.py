@@ -54,6 +54,23 @@ class AppendOp(Fenced):
         self.match_id, self.partition, self.epoch = match_id, partition, epoch
         self.entries, self.progress = entries, progress
 
+    def __reduce__(self) -> tuple[object, tuple[Any, ...]]:
+        """Pickled as plain tuples for the writer process (one per command, on the event loop): a frozen
+        dataclass pickles through its per-object `__getstate__`, which took 2.4× as long (`Op.__getstate__`)."""
+        p = self.progress
+        entries = tuple((e.seq, e.change, e.kind, e.seat, e.action, e.t_ms) for e in self.entries)
+        return _thawed_append, (
+            self.match_id, self.partition, self.epoch, entries,
+            (p.status, p.void_reason, p.deadline_unix_ms, p.clock_running),
+        )  # fmt: skip
+
+
+def _thawed_append(
+    match_id: str, partition: int, epoch: int, entries: tuple[tuple[Any, ...], ...], progress: tuple[Any, ...]
+) -> AppendOp:
+    """An `AppendOp` from its pickled tuples (`AppendOp.__reduce__`)."""
+    return AppendOp(match_id, partition, epoch, tuple(LogEntry(*e) for e in entries), Progress(*progress))
+
 
 class SnapshotOp(Fenced):
     def __init__(self, match_id: str, partition: int, epoch: int, snapshot: Snapshot) -> None:
