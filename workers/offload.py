@@ -8,22 +8,32 @@ died) is replaced on the next call; the caller sees `BrokenProcessPool` once. A 
 process that made it, even one killed -9 (which shuts no pool down: its process would live on, an orphan
 holding memory and database connections). A Celery worker's (daemonic) process may start no process of its
 own and runs no clock: there the work runs in a thread.
+
+A pool is one process and one pipe that the event loop reads and writes itself (`_Pool`), not a
+`ProcessPoolExecutor`: that one's manager and feeder threads took the interpreter's lock a few times a job,
+and the serving loop waited for them (on SQLite the loop's thread was woken ~100 times a second by them,
+`perf` sched_waking, one rating job per finished match).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
+import itertools
 import multiprocessing
 import os
+import pickle
 import select
 import signal
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import Connection
 from typing import Any, TypeVar
+
+from workers.sql.writer_process import frame, frames
 
 __all__ = ["NICE", "BrokenProcessPool", "run", "shutdown"]
 
@@ -34,25 +44,169 @@ scheduler gives the clocks their turn first (in `bench clocks --swiss 1000` on a
 pool at the same priority still made timers late by up to a second)."""
 PR_SET_PDEATHSIG = 1
 """prctl(2): the signal this process gets when its parent thread ends (`ends_with`, without pidfds)."""
-_pools: dict[str, ProcessPoolExecutor] = {}
+_pools: dict[str, _Pool] = {}
+CHUNK = 1 << 16
+"""The most one read takes off a pool's pipe (a pipe holds 64 KiB)."""
 
 
 async def run(kind: str, work: Callable[..., T], *args: Any) -> T:
     """`work(*args)` in the pool of its kind (a thread in a daemonic process); BrokenProcessPool replaces it."""
     if multiprocessing.current_process().daemon:
         return await asyncio.to_thread(work, *args)
+    loop = asyncio.get_running_loop()
     pool = _pools.get(kind)
+    if pool is not None and not pool.serves(loop):
+        if pool.idle():  # made on a loop that ran before this one (tests, a restarted service): kept
+            pool.attach(loop)
+        else:
+            pool.close()
+            pool = None
     if pool is None:
-        spawn = multiprocessing.get_context("spawn")
-        made = ProcessPoolExecutor(1, mp_context=spawn, initializer=pool_process, initargs=(os.getpid(),))
-        pool = _pools[kind] = made
+        pool = _pools[kind] = _Pool(loop)
     try:
-        return await asyncio.get_running_loop().run_in_executor(pool, work, *args)
+        return await pool.submit(work, args)
     except BrokenProcessPool:
         if _pools.get(kind) is pool:
             del _pools[kind]
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.close()
         raise
+
+
+class _Pool:
+    """One spawned process and a pipe to it, read and written by the event loop (no thread): a job goes as one
+    pickled frame, its outcome comes back as one. The process ending (EOF) fails every job it held."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        spawn = multiprocessing.get_context("spawn")
+        ours, theirs = spawn.Pipe(duplex=True)
+        self.process = spawn.Process(target=_jobs, args=(theirs, os.getpid()), name="tablehall-pool", daemon=True)
+        self.process.start()
+        theirs.close()
+        self.loop, self.ours, self.fd = loop, ours, ours.fileno()
+        os.set_blocking(self.fd, False)
+        self.ids = itertools.count()
+        self.waiting: dict[int, asyncio.Future[Any]] = {}
+        self.unsent, self.inbox, self.chunk = bytearray(), bytearray(), memoryview(bytearray(CHUNK))
+        self.closed = False
+        loop.add_reader(self.fd, self._readable)
+
+    def serves(self, loop: asyncio.AbstractEventLoop) -> bool:
+        return not self.closed and self.loop is loop
+
+    def idle(self) -> bool:
+        """Open, holding no job and nothing unsent: it may move to another loop."""
+        return not self.closed and not self.waiting and not self.unsent
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self.loop.is_closed():
+            self.loop.remove_reader(self.fd)
+        self.loop = loop
+        loop.add_reader(self.fd, self._readable)
+
+    async def submit(self, work: Callable[..., T], args: tuple[Any, ...]) -> T:
+        if self.closed:
+            raise BrokenProcessPool("the pool's process has ended")
+        number = next(self.ids)
+        future: asyncio.Future[T] = self.loop.create_future()
+        self.waiting[number] = future
+        self._send(frame((number, work, args)))
+        try:
+            return await future
+        finally:
+            self.waiting.pop(number, None)  # a caller that left: its outcome is dropped when it comes
+
+    def _send(self, data: bytes) -> None:
+        if not self.unsent:
+            try:
+                data = data[os.write(self.fd, data) :]
+            except BlockingIOError:
+                pass
+            except OSError:
+                self._ended()
+                return
+            if data:
+                self.loop.add_writer(self.fd, self._writable)
+        self.unsent += data
+
+    def _writable(self) -> None:
+        try:
+            del self.unsent[: os.write(self.fd, self.unsent)]
+        except BlockingIOError:
+            return
+        except OSError:
+            self._ended()
+            return
+        if not self.unsent:
+            self.loop.remove_writer(self.fd)
+
+    def _readable(self) -> None:
+        try:
+            read = os.readv(self.fd, [self.chunk])
+        except BlockingIOError:
+            return
+        except OSError:
+            read = 0
+        if not read:
+            self._ended()
+            return
+        self.inbox += self.chunk[:read]
+        for number, ok, value in frames(self.inbox):
+            future = self.waiting.pop(number, None)
+            if future is None or future.done():
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+    def _ended(self) -> None:
+        """The process is gone (or its pipe broke): every job it held fails, and the pool is closed."""
+        self.close()
+        waiting, self.waiting = self.waiting, {}
+        for future in waiting.values():
+            if not future.done():
+                future.set_exception(BrokenProcessPool("the pool's process ended while it held this job"))
+
+    def close(self) -> None:
+        """No more jobs: the process ends once it has read the pipe's end (after the job it runs, if any)."""
+        if self.closed:
+            return
+        self.closed = True
+        if not self.loop.is_closed():
+            self.loop.remove_reader(self.fd)
+            self.loop.remove_writer(self.fd)
+        self.ours.close()
+        with contextlib.suppress(ValueError):  # reaped already
+            self.process.join(0)
+
+
+def _jobs(conn: Connection, parent: int) -> None:
+    """A pool's process: each job read from the pipe is run and answered, until the pipe ends."""
+    pool_process(parent)
+    while True:
+        try:
+            number, work, args = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            outcome: tuple[int, bool, Any] = (number, True, work(*args))
+        except Exception as error:
+            outcome = (number, False, _sendable(error))
+        try:
+            conn.send_bytes(pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL))
+        except (pickle.PicklingError, TypeError, AttributeError) as error:
+            conn.send_bytes(pickle.dumps((number, False, RuntimeError(f"its result could not be sent: {error}"))))
+        except OSError:
+            return
+
+
+def _sendable(error: Exception) -> Exception:
+    """`error`, or a RuntimeError that says it, when it would not pickle (a driver's exception may not)."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {str(error)[:500]}")
+    return error
 
 
 def pool_process(parent: int, pidfd: bool = True) -> None:
@@ -90,4 +244,4 @@ def _exit_once_readable(watched: int) -> None:
 def shutdown() -> None:
     """Stop the pools (the process is ending); a later call makes new ones."""
     while _pools:
-        _pools.popitem()[1].shutdown(wait=False, cancel_futures=True)
+        _pools.popitem()[1]._ended()
