@@ -1,5 +1,5 @@
 """The event loop's thread first. A serving process's loop runs every match's clock and every command's turn;
-its other threads (gRPC's poller, the read threads, the pools' feeders, a log writer thread) and its log
+its other threads (gRPC's poller, the read threads, a log writer thread) and its log
 writer process run at a lower CPU priority, nice `beside_nice()`, so that on a machine short of cores the
 scheduler lets the loop run first and they take what it leaves. They wait for a core more often and
 preempt the loop less (README, Speed: on SQLite the loop was preempted about half as often, and the service
