@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import operator
 import os
+import pickle
 import signal
 import threading
 import time
@@ -82,3 +83,12 @@ def test_a_pool_process_killed_mid_job_fails_it_once_and_the_next_call_gets_a_ne
 def test_a_pool_made_on_a_loop_that_ended_serves_the_next_loop() -> None:
     first = asyncio.run(offload.run("test", os.getpid))
     assert asyncio.run(offload.run("test", os.getpid)) == first
+
+
+def test_work_that_cannot_be_pickled_fails_in_its_caller_and_the_pool_goes_on() -> None:
+    async def body() -> None:
+        with pytest.raises((AttributeError, pickle.PicklingError)):
+            await offload.run("test", lambda: 1)  # a lambda cannot reach another process
+        assert await offload.run("test", operator.sub, 5, 3) == 2
+
+    asyncio.run(body())

@@ -33,7 +33,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-from workers.sql.writer_process import frame, frames
+from workers.sql.writer_process import frame, frames, sendable
 
 __all__ = ["NICE", "BrokenProcessPool", "run", "shutdown"]
 
@@ -107,9 +107,10 @@ class _Pool:
         if self.closed:
             raise BrokenProcessPool("the pool's process has ended")
         number = next(self.ids)
+        job = frame((number, work, args))  # what cannot be pickled fails here, in its caller
         future: asyncio.Future[T] = self.loop.create_future()
         self.waiting[number] = future
-        self._send(frame((number, work, args)))
+        self._send(job)
         try:
             return await future
         finally:
@@ -191,22 +192,13 @@ def _jobs(conn: Connection, parent: int) -> None:
         try:
             outcome: tuple[int, bool, Any] = (number, True, work(*args))
         except Exception as error:
-            outcome = (number, False, _sendable(error))
+            outcome = (number, False, sendable(error))
         try:
             conn.send_bytes(pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL))
         except (pickle.PicklingError, TypeError, AttributeError) as error:
             conn.send_bytes(pickle.dumps((number, False, RuntimeError(f"its result could not be sent: {error}"))))
         except OSError:
             return
-
-
-def _sendable(error: Exception) -> Exception:
-    """`error`, or a RuntimeError that says it, when it would not pickle (a driver's exception may not)."""
-    try:
-        pickle.loads(pickle.dumps(error))
-    except Exception:
-        return RuntimeError(f"{type(error).__name__}: {str(error)[:500]}")
-    return error
 
 
 def pool_process(parent: int, pidfd: bool = True) -> None:

@@ -9,7 +9,6 @@ one thread spares every batch a hand-over between two threads (a wake-up and the
 from __future__ import annotations
 
 import contextlib
-import pickle
 import signal
 import socket
 import sys
@@ -18,7 +17,7 @@ import threading
 from workers import loop_first
 from workers.sql.batching import Op, Stats, batches, outcomes
 from workers.sql.log_writer import LogWriter, writing_engine
-from workers.sql.writer_process import Reading, frame, frames
+from workers.sql.writer_process import Reading, frame, frames, sendable
 
 
 class _Committer:
@@ -34,20 +33,9 @@ class _Committer:
         numbers = {id(op): number for number, op in numbered}
         for batch in batches([op for _, op in numbered], self.max_batch):
             found = outcomes(self.writer.apply, batch, self.stats)
-            answered = [(numbers[id(op)], _sendable(outcome)) for op, outcome in zip(batch, found, strict=True)]
+            answered = [(numbers[id(op)], sendable(outcome)) for op, outcome in zip(batch, found, strict=True)]
             with contextlib.suppress(OSError):  # the serving process is gone: nobody waits for this answer
                 self.sock.sendall(frame((len(batch), answered)))
-
-
-def _sendable(outcome: object) -> object:
-    """An outcome as the serving process can unpickle it (a driver's exception may not pickle)."""
-    if not isinstance(outcome, BaseException):
-        return outcome
-    try:
-        pickle.loads(pickle.dumps(outcome))
-    except Exception:
-        return RuntimeError(f"{type(outcome).__name__}: {str(outcome)[:500]}")
-    return outcome
 
 
 def run(fd: int) -> None:

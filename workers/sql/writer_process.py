@@ -86,6 +86,17 @@ def frame(value: object) -> bytes:
     return _LENGTH.pack(len(payload)) + payload
 
 
+def sendable(outcome: object) -> object:
+    """An outcome as the serving process can unpickle it (a driver's exception may not pickle)."""
+    if not isinstance(outcome, BaseException):
+        return outcome
+    try:
+        pickle.loads(pickle.dumps(outcome))
+    except Exception:
+        return RuntimeError(f"{type(outcome).__name__}: {str(outcome)[:500]}")
+    return outcome
+
+
 class Reading:
     """Reads from one socket into a buffer allocated once (see CHUNK)."""
 
