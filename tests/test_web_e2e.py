@@ -213,10 +213,12 @@ def test_a_browser_plays_a_whole_spectacular_bid_match_by_touching_the_tiles(
     played = browser_match(service, "spectacular-bid", protocol, mode, greedy=False)
     assert_common(played, "web-sb" + ("-phone" if "phone" in mode else ""), {"result"})
     assert_sb_match(played, service, 200 if "points=100" in mode else 120)
-    # the auction was played through the page: what it clicked is in the record as the page's own
+    # the auction was played through the page: what it clicked is in the record as the page's own. The page
+    # owes an answer once the bot bids or raises (random play may end the match before a domino calls for an
+    # auction, and the bot, first to act in one, may decline it: then the page had nothing to answer)
     clicked = [e["do"] for e in played.record["events"] if e["seat"] == 0 and e["do"] in AUCTION]
-    held = [r["auction"] for r in replayed_rounds(played.record) if r["auction"] is not None]
-    if held:  # random play may end the match before a domino calls for one (a block, then a forced lead)
+    owed = [e["do"] for e in played.record["events"] if e["seat"] == 1 and e["do"] in ("bid", "raise")]
+    if owed:
         assert clicked, "the page answered no lead auction"
     assert len(clicked) <= len(played.result["auction"]) and set(clicked) <= set(played.result["auction"])
 
