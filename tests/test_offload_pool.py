@@ -1,7 +1,8 @@
 """A heavy-work pool (workers/offload.py) is one spawned process behind a pipe the event loop reads itself: no
 thread of the serving process takes part (the interpreter's lock stays the clocks'), an outcome comes back to
 its caller as itself, a result larger than the pipe arrives whole, a caller that leaves does not stop the
-pool, and a process killed mid-job fails that job once and the next call gets a new process."""
+pool, and a process killed mid-job fails that job once and the next call gets a new process; a job still waited for
+at shutdown is cancelled."""
 
 from __future__ import annotations
 
@@ -90,5 +91,18 @@ def test_work_that_cannot_be_pickled_fails_in_its_caller_and_the_pool_goes_on() 
         with pytest.raises((AttributeError, pickle.PicklingError)):
             await offload.run("test", lambda: 1)  # a lambda cannot reach another process
         assert await offload.run("test", operator.sub, 5, 3) == 2
+
+    asyncio.run(body())
+
+
+def test_a_job_waited_for_at_shutdown_is_cancelled_and_the_next_call_gets_a_new_process() -> None:
+    async def body() -> None:
+        first = await offload.run("test", os.getpid)
+        held = asyncio.ensure_future(offload.run("test", time.sleep, 5))  # the job outlasts the test's wait
+        await asyncio.sleep(0)  # one turn: the job is sent
+        offload.shutdown()
+        with pytest.raises(asyncio.CancelledError):
+            await held
+        assert await offload.run("test", os.getpid) != first
 
     asyncio.run(body())

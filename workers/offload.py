@@ -162,11 +162,19 @@ class _Pool:
 
     def _ended(self) -> None:
         """The process is gone (or its pipe broke): every job it held fails, and the pool is closed."""
+        for future in self._closed_with_waiting():
+            future.set_exception(BrokenProcessPool("the pool's process ended while it held this job"))
+
+    def stop(self) -> None:
+        """The service is ending: every job still waited for is cancelled (as a shut-down executor's were,
+        so a caller's `except Exception` does not log a failure for it), and the pool is closed."""
+        for future in self._closed_with_waiting():
+            future.cancel()
+
+    def _closed_with_waiting(self) -> list[asyncio.Future[Any]]:
         self.close()
         waiting, self.waiting = self.waiting, {}
-        for future in waiting.values():
-            if not future.done():
-                future.set_exception(BrokenProcessPool("the pool's process ended while it held this job"))
+        return [future for future in waiting.values() if not future.done()]
 
     def close(self) -> None:
         """No more jobs: the process ends once it has read the pipe's end (after the job it runs, if any)."""
@@ -236,4 +244,4 @@ def _exit_once_readable(watched: int) -> None:
 def shutdown() -> None:
     """Stop the pools (the process is ending); a later call makes new ones."""
     while _pools:
-        _pools.popitem()[1]._ended()
+        _pools.popitem()[1].stop()
