@@ -132,8 +132,10 @@ def run_gateway(args: argparse.Namespace) -> int:
 def run_worker(args: argparse.Namespace) -> int:
     """One match worker, on leases or (with `--ordinal`) in the static mode."""
     from tablehall.worker_role import run_worker as worker_role
-    from workers import event_loop
+    from workers import event_loop, loop_first
     from workers.settings import Topology
+
+    loop_first.batch_process()  # started by `tablehall serve --workers N` beside its gateway (BATCH_ENV)
 
     if args.ordinal is not None:
         port = args.port if args.port is not None else Topology.from_env(args.workers).base_port + args.ordinal

@@ -26,6 +26,7 @@ from tablehall.worker_role import configure_logging, default_url, stop_exporter,
 from workers import metrics
 from workers.clocks_first import clocks_first
 from workers.host import MatchHost
+from workers.loop_first import BATCH_ENV
 from workers.settings import MEMORY, Topology, open_storage, tolerance_ms
 
 
@@ -182,7 +183,8 @@ async def _workers(
             command = [sys.executable, "-m", "tablehall.cli", "worker", "--database-url", url]
             command += ["--ordinal", str(k), "--workers", str(topology.workers)] if static else ["--port", "0"]
             command += ["--metrics-port", str(metrics_port + k if metrics_port else 0)]
-            children.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True))
+            env = {**os.environ, BATCH_ENV: os.environ.get(BATCH_ENV, "1")}  # beside this gateway: it first
+            children.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env))
         for child in children:
             assert child.stdout is not None
             line = await asyncio.to_thread(child.stdout.readline)

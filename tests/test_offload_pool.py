@@ -11,6 +11,7 @@ import operator
 import os
 import pickle
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -34,6 +35,8 @@ def test_jobs_run_in_another_process_with_no_thread_started_here() -> None:
         assert len(set(pids)) == 1 and pids[0] != os.getpid()
         assert set(threading.enumerate()) == threads
         assert os.getpriority(os.PRIO_PROCESS, pids[0]) > os.getpriority(os.PRIO_PROCESS, 0)
+        if sys.platform.startswith("linux"):  # and its wake-ups never preempt the loop
+            assert os.sched_getscheduler(pids[0]) == os.SCHED_BATCH
         assert await offload.run("test", pow, 2, 10) == 1024
 
     asyncio.run(body())

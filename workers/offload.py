@@ -33,6 +33,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
+from workers import loop_first
 from workers.sql.writer_process import frame, frames, sendable
 
 __all__ = ["NICE", "BrokenProcessPool", "run", "shutdown"]
@@ -210,8 +211,10 @@ def _jobs(conn: Connection, parent: int) -> None:
 
 
 def pool_process(parent: int, pidfd: bool = True) -> None:
-    """A pool process's start: a lower priority, and its end bound to `parent`'s."""
+    """A pool process's start: a lower priority (its wake-ups never preempt the loop: SCHED_BATCH), and its end
+    bound to `parent`'s."""
     os.nice(NICE)
+    loop_first.batched()
     ends_with(parent, pidfd)
 
 
