@@ -9,7 +9,7 @@ preempted half as often again).
 
 The worker processes `tablehall serve --workers N` starts on its own machine run as SCHED_BATCH as a whole
 (`BATCH_ENV`, `batch_process`): every command passes the gateway's loop twice, and a worker that woke for each
-reply preempted it, so each woke for fewer commands at a time (README, Speed: +15 % commands a second on
+reply preempted it, so each woke for fewer commands at a time (README, Speed: +6 % commands a second on
 PostgreSQL with three workers). A worker's timers still fire on a free core at once; on a busy one they wait
 for its tick, milliseconds, far inside the match's tolerance. A worker started on its own keeps the default.
 
