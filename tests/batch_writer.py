@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from workers.sql import SqlStorage, writes
+from workers.sql import SqlStorage, log_writer, writes
 from workers.storage import LogEntry, MatchEntry, Progress
 
 PARTITION = 0
@@ -38,8 +38,11 @@ def say(line: str) -> None:
 
 
 def hold_inside_the_next_batch() -> None:
-    """The next batch of appends writes its rows, then this thread says `held` and never commits."""
+    """The next batch of appends writes its rows, then this thread says `held` and never commits. On
+    PostgreSQL the batch goes as a transaction (not as one autocommitted statement, `pg_at_once`), so that
+    there is a moment inside it to stop at."""
     appending = writes._appends
+    log_writer.append_at_once = lambda *_: False  # type: ignore[assignment]
 
     def held(conn: Any, appends: list[tuple[int, writes.AppendOp]], *args: Any) -> None:
         appending(conn, appends, *args)

@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Engine
 from workers.sql import writes
 from workers.sql.batching import Op
 from workers.sql.engine import is_sqlite, make_engine, retry_locked
+from workers.sql.pg_at_once import append_at_once, appends_only
 
 
 def writing_engine(url: str, sqlite_synchronous: str | None = None) -> Engine:
@@ -29,6 +30,10 @@ class LogWriter:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._held: Connection | None = None
+        self._at_once = not is_sqlite(engine)
+        """PostgreSQL: a batch of appends that all pass goes as one autocommitted statement (`pg_at_once`)."""
+        self.at_once = 0
+        """Batches written that way (the others went as a transaction)."""
 
     def connect(self) -> None:
         """Hold a connection now, before the first batch (a writer process does while its serving process
@@ -41,8 +46,13 @@ class LogWriter:
         def once() -> list[object]:
             conn = self._held or self.engine.connect()
             try:
-                with conn.begin():
-                    outcomes = writes.apply(conn, ops)
+                appends = appends_only(ops) if self._at_once else None
+                if appends and append_at_once(conn.connection.dbapi_connection, appends):
+                    outcomes: list[object] = [None] * len(ops)
+                    self.at_once += 1
+                else:
+                    with conn.begin():  # the transaction tells each op its own outcome
+                        outcomes = writes.apply(conn, ops)
             except BaseException:
                 self._held = None  # back to the pool, rolled back (a broken one is replaced there)
                 conn.close()

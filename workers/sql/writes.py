@@ -6,7 +6,8 @@ got there first; on SQLite the transaction began IMMEDIATE and holds the write l
 is not the partition's current one fails with `FencedOut` and writes nothing; the rest go on.
 Ops are applied by kind (creates, appends, snapshots, heartbeats) with a few bulk statements each; a
 caller awaits each write before the next that depends on it, so ops of one batch are independent
-(appends to one match keep their queue order).
+(appends to one match keep their queue order). On PostgreSQL a batch of appends tries one autocommitted
+statement first (`pg_at_once`) and comes here only when one of its ops would be refused.
 """
 
 from __future__ import annotations
