@@ -3,6 +3,7 @@ sends the whole batch the transactional way, which refuses that op alone (worker
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -141,15 +142,18 @@ def test_which_batches_can_go_at_once() -> None:
     assert appends_only([]) is None
 
 
-def test_the_storage_writes_through_it_under_concurrent_appends(url: str) -> None:
+def test_the_storage_writes_concurrent_appends_through_it(url: str) -> None:
     async def body() -> None:
         s = SqlStorage(url)
         epoch = (await s.claim("w0", [P]))[P]
         for i in range(5):
             await s.create(match(f"m{i}"), epoch)
+        assert s._log_writer is not None
+        batches, at_once = s.stats.batches, s._log_writer.at_once
         for seq in range(1, 4):
-            await s.append_all("m0", P, epoch, [step(seq)], RUNNING)
-        assert s._log_writer is not None and s._log_writer.at_once == 3
+            await asyncio.gather(*(s.append_all(f"m{i}", P, epoch, [step(seq)], RUNNING) for i in range(5)))
+        assert s._log_writer.at_once - at_once == s.stats.batches - batches >= 3  # every batch of them
+        assert [e.seq for e in await s.log("m4")] == [1, 2, 3]
         await s.close()
 
     run(body)
