@@ -18,7 +18,7 @@ from typing import Any
 from psycopg.pq import TransactionStatus
 
 from workers.sql.batching import Op
-from workers.sql.writes import AppendOp, now_ms
+from workers.sql.writes import PG_LOG_ROWS, PG_PROGRESS, AppendOp, log_rows, now_ms, progress_rows
 
 
 def appends_only(ops: Sequence[Op]) -> list[AppendOp] | None:
@@ -44,11 +44,7 @@ def append_at_once(dbapi_connection: Any, appends: Sequence[AppendOp]) -> bool:
     if dbapi_connection.info.transaction_status != _IDLE:
         return False
     now = now_ms()
-    rows = [
-        (op.match_id, e.seq, e.change, e.kind, e.seat, json.dumps(e.action), e.t_ms, now, op.epoch)
-        for op in appends
-        for e in op.entries
-    ]
+    rows = [row for op in appends for row in log_rows(op, now)]
     progress = {op.match_id: op.progress for op in appends}  # each match's last, as in queue order
     firsts: dict[str, int] = {}
     for op in appends:
@@ -58,9 +54,7 @@ def append_at_once(dbapi_connection: Any, appends: Sequence[AppendOp]) -> bool:
         "epochs": json.dumps(sorted({(op.partition, op.epoch) for op in appends})),
         "firsts": json.dumps(list(firsts.items())),
         "rows": json.dumps(rows),
-        "progress": json.dumps(
-            [(m, p.status, p.void_reason, p.deadline_unix_ms, p.clock_running) for m, p in progress.items()]
-        ),
+        "progress": json.dumps(progress_rows(progress)),
         "now": now,
     }
     dbapi_connection.autocommit = True
@@ -75,7 +69,7 @@ def append_at_once(dbapi_connection: Any, appends: Sequence[AppendOp]) -> bool:
 
 
 _IDLE = TransactionStatus.IDLE
-_AT_ONCE = (  # the lists as JSON texts, as writes._PG_APPEND's
+_AT_ONCE = (  # the lists as JSON texts; the rows and progress written as `writes._PG_APPEND` writes them
     "WITH fence AS (SELECT partition, epoch FROM partitions "
     "WHERE partition = ANY(ARRAY(SELECT json_array_elements_text(CAST(%(partitions)s AS json))::int)) "
     "ORDER BY partition FOR SHARE), "
@@ -86,13 +80,7 @@ _AT_ONCE = (  # the lists as JSON texts, as writes._PG_APPEND's
     "WHERE COALESCE(f.epoch, 0) <> w.epoch) "  # a partition with no row yet is at epoch 0, as `writes._fence` reads it
     "AND NOT EXISTS (SELECT 1 FROM firsts f LEFT JOIN matches m ON m.id = f.id "
     "WHERE m.id IS NULL OR (SELECT max(e.seq) FROM events e WHERE e.match_id = f.id) >= f.seq) AS yes), "
-    "logged AS (INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms, epoch) "
-    "SELECT r->>0, (r->>1)::int, (r->>2)::int, r->>3, (r->>4)::int, (r->>5)::json, (r->>6)::bigint, "
-    "(r->>7)::bigint, (r->>8)::bigint FROM json_array_elements(CAST(%(rows)s AS json)) AS r "
-    "WHERE (SELECT yes FROM passed)), "
-    "progressed AS (UPDATE matches SET status = p->>1, void_reason = p->>2, deadline_unix_ms = (p->>3)::bigint, "
-    "clock_running = (p->>4)::boolean, updated_unix_ms = %(now)s "
-    "FROM json_array_elements(CAST(%(progress)s AS json)) AS p "
-    "WHERE matches.id = p->>0 AND (SELECT yes FROM passed)) "
+    f"logged AS ({PG_LOG_ROWS} WHERE (SELECT yes FROM passed)), "
+    f"progressed AS ({PG_PROGRESS} AND (SELECT yes FROM passed)) "
     "SELECT yes FROM passed"
 )

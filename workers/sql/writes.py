@@ -407,13 +407,10 @@ def _appends(
         else:
             last[op.match_id] = before
             progress[op.match_id] = op.progress
-            inserts.extend(
-                (op.match_id, e.seq, e.change, e.kind, e.seat, json.dumps(e.action), e.t_ms, now, op.epoch)
-                for e in op.entries
-            )
+            inserts.extend(log_rows(op, now))
     if not inserts:
         return
-    updates = [(m, p.status, p.void_reason, p.deadline_unix_ms, p.clock_running) for m, p in progress.items()]
+    updates = progress_rows(progress)
     if conn.dialect.name == "postgresql":
         _pg_appends(conn, inserts, updates, now)
         return
@@ -427,6 +424,20 @@ def _appends(
     else:  # no UPDATE ... FROM before SQLite 3.33: a statement a match
         cursor.executemany(_SQLITE_UPDATE_MATCH, [(*row[1:], now, row[0]) for row in updates])
     cursor.close()
+
+
+def log_rows(op: AppendOp, now: int) -> list[tuple[Any, ...]]:
+    """An append's log rows in the `events` columns' order (`PG_LOG_ROWS`, SQLite's INSERT), the action as its
+    JSON text."""
+    return [
+        (op.match_id, e.seq, e.change, e.kind, e.seat, json.dumps(e.action), e.t_ms, now, op.epoch)
+        for e in op.entries
+    ]
+
+
+def progress_rows(progress: dict[str, Progress]) -> list[tuple[Any, ...]]:
+    """Each match's progress as a row (`PG_PROGRESS`): id, status, void reason, deadline, clock running."""
+    return [(m, p.status, p.void_reason, p.deadline_unix_ms, p.clock_running) for m, p in progress.items()]
 
 
 def _driver_cursor(conn: Connection) -> Any:
@@ -488,14 +499,17 @@ _PG_EPOCHS_AND_NEWEST = (  # its two lists as JSON texts, as `_PG_APPEND`'s rows
 # which cost the writer more than the commit, and columns sent as arrays were dumped element by element in
 # Python by the driver (a twentieth of a worker's `py-spy --gil` samples under `tablehall bench service
 # --workers 3`, its writer thread a sixth in all; 6 % since).
-_PG_APPEND = (
-    "WITH logged AS (INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms, epoch) "
+PG_LOG_ROWS = (  # a batch's log rows (`log_rows`) from one JSON text
+    "INSERT INTO events (match_id, seq, change, kind, seat, action, t_ms, written_unix_ms, epoch) "
     "SELECT r->>0, (r->>1)::int, (r->>2)::int, r->>3, (r->>4)::int, (r->>5)::json, (r->>6)::bigint, "
-    "(r->>7)::bigint, (r->>8)::bigint FROM json_array_elements(CAST(%(rows)s AS json)) AS r) "
+    "(r->>7)::bigint, (r->>8)::bigint FROM json_array_elements(CAST(%(rows)s AS json)) AS r"
+)
+PG_PROGRESS = (  # each match's progress (`progress_rows`) from one JSON text
     "UPDATE matches SET status = p->>1, void_reason = p->>2, deadline_unix_ms = (p->>3)::bigint, "
     "clock_running = (p->>4)::boolean, updated_unix_ms = %(now)s "
     "FROM json_array_elements(CAST(%(progress)s AS json)) AS p WHERE matches.id = p->>0"
 )
+_PG_APPEND = f"WITH logged AS ({PG_LOG_ROWS}) {PG_PROGRESS}"
 
 
 def _pg_appends(conn: Connection, inserts: list[tuple[Any, ...]], updates: list[tuple[Any, ...]], now: int) -> None:
