@@ -18,6 +18,7 @@ tournaments), so it is also where a database that cannot be used becomes one cle
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -136,7 +137,7 @@ def retry_locked(transaction: Callable[[], T], give_up_s: float = BUSY_TIMEOUT_S
     while True:
         try:
             return transaction()
-        except OperationalError as error:
+        except (OperationalError, sqlite3.OperationalError) as error:  # SQLAlchemy's, or the driver's own
             if "locked" not in str(error) or time.monotonic() > give_up:
                 raise
         time.sleep(LOCK_POLL_S)

@@ -1,9 +1,13 @@
 """The lease operations on the `workers` and `partitions` tables, each one short transaction.
 
-They run on a connection of their own, never queued behind the group committer's batches, so a heartbeat
-is never late because many moves are being written. A take is a compare-and-set on the partition's epoch
-(the row is locked first: `FOR UPDATE` on PostgreSQL; SQLite's transactions begin IMMEDIATE), and it
-moves the epoch on, so every write of the previous owner is fenced from then on (workers/sql/writes.py).
+They run on connections of their own, never queued behind the group committer's batches, so a heartbeat
+is never late because many moves are being written. A heartbeat and a read of the table, each ten times a
+second in every worker (the read in every gateway too), are one driver statement each on a connection kept
+in autocommit (`Board._kept`): one round trip, none of SQLAlchemy's work per statement.
+
+A take is a compare-and-set on the partition's epoch (the row is locked first: `FOR UPDATE` on PostgreSQL;
+SQLite's transactions begin IMMEDIATE), and it moves the epoch on, so every write of the previous owner is
+fenced from then on (workers/sql/writes.py).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from sqlalchemy import Connection, select, text, update
 
 from workers.leases import LeaseLost, LeaseTable, Member, MemberState, PartitionLease, Taken
 from workers.sql import models as m
-from workers.sql.engine import make_engine, reading, retry_locked
+from workers.sql.engine import make_engine, retry_locked
 from workers.sql.models import rows
 from workers.sql.writes import upsert
 
@@ -42,18 +46,28 @@ def join(conn: Connection, owner: str, address: str, now: int) -> None:
     conn.execute(stmt, values)
 
 
-_BEAT = text(
-    "UPDATE workers SET heartbeat_unix_ms = :now WHERE owner = :owner AND state IN ('active', 'draining')"
-)
-"""A heartbeat: one small statement, compiled once (it runs ten times a second in every worker)."""
+_BEAT = "UPDATE workers SET heartbeat_unix_ms = ? WHERE owner = ? AND state IN ('active', 'draining')"
+"""A heartbeat: one small statement, the driver's own (it runs ten times a second in every worker)."""
+_STATE = "SELECT state FROM workers WHERE owner = ?"
 
 
-def beat(conn: Connection, owner: str, now: int) -> None:
-    w = m.workers
-    done = conn.execute(_BEAT, {"now": now, "owner": owner})
-    if done.rowcount == 0:
-        state = conn.execute(select(w.c.state).where(w.c.owner == owner)).scalar()
-        raise LeaseLost(f"{owner} is {state or 'unknown'}: it holds no lease")
+def beat(conn: _Kept, owner: str, now: int) -> None:
+    """One heartbeat on a driver connection in autocommit (`Board._kept`): one statement, one round trip."""
+    cursor = conn.cursor()
+    try:
+        cursor.execute(_marked(conn, _BEAT), (now, owner))
+        if cursor.rowcount == 0:
+            cursor.execute(_marked(conn, _STATE), (owner,))
+            found = cursor.fetchone()
+            state = found[0] if found else None
+            raise LeaseLost(f"{owner} is {state or 'unknown'}: it holds no lease")
+    finally:
+        cursor.close()
+
+
+def _marked(conn: _Kept, statement: str) -> str:
+    """`statement` with the driver's own placeholders: psycopg's `%s` where SQLite's `?` is written."""
+    return statement.replace("?", "%s") if conn.is_postgresql else statement
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +78,7 @@ class Known:
     partitions: Mapping[int, PartitionLease]
 
 
-_MEMBERS_AND_SIGNATURE = text(
+_MEMBERS_AND_SIGNATURE = (
     "SELECT w.owner, w.address, w.state, w.heartbeat_unix_ms, s.n, s.total "
     "FROM (SELECT count(*) AS n, coalesce(sum(epoch), 0) AS total FROM partitions) AS s "
     "LEFT JOIN workers AS w ON 1 = 1"
@@ -72,26 +86,35 @@ _MEMBERS_AND_SIGNATURE = text(
 """Every member, and the partitions' signature: their count and the sum of their epochs. Every write of a
 partition row moves its epoch on (a take, a release, a claim) or adds a row, and none is ever deleted, so
 the signature changes with every change of the partitions: while it stays, the partitions read before hold."""
+_PARTITIONS = "SELECT partition, owner, epoch, claimed_unix_ms FROM partitions"
 
 
-def read(conn: Connection, known: Known | None = None) -> tuple[LeaseTable, Known]:
-    """The lease table; its partitions read only if they changed since `known` (a beat of an idle cluster
-    reads a few member rows, not every partition)."""
-    p = m.partitions
-    found: list[Any] = list(conn.execute(_MEMBERS_AND_SIGNATURE))
+def read(conn: _Kept, known: Known | None = None) -> tuple[LeaseTable, Known]:
+    """The lease table, on a driver connection in autocommit (`Board._kept`); its partitions read only if
+    they changed since `known` (a beat of an idle cluster is one statement reading a few member rows).
+
+    The partitions, when read, come from a second statement, which may see a later change than the first:
+    they are then kept under the older signature, so the next read finds it changed and reads them again.
+    Each row read is a row as committed; a table is never older than the one read before it."""
+    cursor = conn.cursor()
+    try:
+        cursor.execute(_MEMBERS_AND_SIGNATURE)
+        found: list[Any] = cursor.fetchall()
+        signature = (int(found[0][4]), int(found[0][5]))
+        if known is None or known.signature != signature:
+            cursor.execute(_PARTITIONS)
+            partitions = MappingProxyType({
+                int(part): PartitionLease(int(part), owner, int(epoch), int(since))
+                for part, owner, epoch, since in cursor.fetchall()
+            })  # fmt: skip
+            known = Known(signature, partitions)  # read only: every table until the next change shares it
+    finally:
+        cursor.close()
     members = {
         owner: Member(owner, address, MemberState(state), int(beat))
         for owner, address, state, beat, _, _ in found
         if owner is not None
     }
-    signature = (int(found[0][4]), int(found[0][5]))
-    if known is None or known.signature != signature:
-        query = select(p.c.partition, p.c.owner, p.c.epoch, p.c.claimed_unix_ms)
-        partitions = MappingProxyType({
-            int(part): PartitionLease(int(part), owner, int(epoch), int(since))
-            for part, owner, epoch, since in rows(conn, query)
-        })  # fmt: skip
-        known = Known(signature, partitions)  # read only: every table until the next change shares it
     return LeaseTable(members, known.partitions), known
 
 
@@ -174,20 +197,17 @@ class Board:
     def __init__(self, url: str, *, sqlite_synchronous: str | None = None) -> None:
         self.engine = make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=2, busy_timeout_s=0)
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="tablehall-leases")
-        self._beating: Connection | None = None
+        self._beating: _Kept | None = None
         """The heartbeat thread's own connection, kept open: a heartbeat is one statement, one round trip."""
-        self._reader: Connection | None = None
+        self._reader: _Kept | None = None
         self._known: Known | None = None
         """The partitions as last read (`read`): a beat reads them again only once they changed."""
 
-    def _tx(self, fn: Any, *args: Any, conn: Connection | None = None) -> Any:
+    def _tx(self, fn: Any, *args: Any) -> Any:
         """One transaction, the write lock tried every millisecond (see `retry_locked`): a heartbeat waiting
         in SQLite's own busy handler could miss its lease."""
 
         def once() -> Any:
-            if conn is not None:
-                with conn.begin():
-                    return fn(conn, *args)
             with self.engine.connect() as fresh, fresh.begin():
                 return fn(fresh, *args)
 
@@ -203,9 +223,10 @@ class Board:
         """Blocking, in the caller's thread (the worker's heartbeat thread), on that thread's own connection
         (opened again after a failure)."""
         if self._beating is None:
-            self._beating = self.engine.connect()
+            self._beating = self._kept()
+        kept = self._beating
         try:
-            self._tx(beat, owner, now_unix_ms, conn=self._beating)
+            retry_locked(lambda: beat(kept, owner, now_unix_ms))
         except LeaseLost:
             raise
         except Exception:
@@ -218,18 +239,31 @@ class Board:
         return table
 
     def _read(self) -> LeaseTable:
-        """On the board's thread, on a connection kept for reads (no checkout, no ping, every beat; opened
-        again after a failure), in a read-only transaction (on SQLite, without the write lock)."""
+        """On the board's thread, on a connection kept for reads (opened again after a failure). On SQLite
+        a read takes no write lock."""
         if self._reader is None:
-            self._reader = reading(self.engine)
+            self._reader = self._kept()
         try:
             table: LeaseTable
-            table, self._known = self._tx(read, self._known, conn=self._reader)
+            table, self._known = read(self._reader, self._known)
         except Exception:
             _drop(self._reader)
             self._reader = None
             raise
         return table
+
+    def _kept(self) -> _Kept:
+        """A driver connection of its own, out of the pool, each statement its own transaction: a beat and
+        an idle read are one statement, so each is one round trip, with none of SQLAlchemy's work per
+        statement (they run 20 times a second in every worker: nearly half of an idle worker's Python time)."""
+        pooled = self.engine.raw_connection()
+        driver = pooled.driver_connection
+        pooled.detach()  # closed for good when dropped, never handed back to the pool in autocommit
+        postgresql = self.engine.dialect.name == "postgresql"
+        if postgresql:
+            driver.autocommit = True  # type: ignore[union-attr]
+        # SQLite: the engine's connections already leave transactions to whoever begins one (`engine.py`)
+        return _Kept(pooled, postgresql)
 
     async def take(self, owner: str, expected: dict[int, int], now_unix_ms: int, lease_ms: int) -> dict[int, Taken]:
         taken: dict[int, Taken] = await self._run(take, owner, dict(expected), now_unix_ms, lease_ms)
@@ -252,7 +286,23 @@ class Board:
         self.engine.dispose()
 
 
-def _drop(kept: Connection | None) -> None:
+class _Kept:
+    """A kept driver connection in autocommit, and whether it speaks PostgreSQL (its placeholders)."""
+
+    __slots__ = ("is_postgresql", "pooled")
+
+    def __init__(self, pooled: Any, is_postgresql: bool) -> None:
+        self.pooled = pooled
+        self.is_postgresql = is_postgresql
+
+    def cursor(self) -> Any:
+        return self.pooled.cursor()
+
+    def close(self) -> None:
+        self.pooled.close()
+
+
+def _drop(kept: _Kept | None) -> None:
     """Close a kept connection (one that failed, or at the end): the next use opens a new one."""
     if kept is not None:
         with contextlib.suppress(Exception):

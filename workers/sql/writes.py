@@ -245,15 +245,25 @@ def _pg_epochs_and_newest(
     return epochs, newest
 
 
-_EXISTING = select(m.matches.c.id).where(m.matches.c.id.in_(bindparam("ids", expanding=True)))
-"""Built once: building a statement costs more than running it (a snapshot's batch spent a tenth of the log
-writer's time building this and the snapshot's upsert, `py-spy` on `tablehall bench path --database-url`)."""
+_EXISTING_SQLITE = "SELECT id FROM matches WHERE id IN ({marks})"
+_EXISTING_PG = "SELECT id FROM matches WHERE id = ANY(%s)"
 
 
 def _existing(conn: Connection, match_ids: set[str]) -> set[str]:
+    """Which of these matches exist, as one of the driver's own statements (every snapshot and every new
+    match asks: as SQLAlchemy's expanding statement, rendered anew for each call, it was a quarter of the
+    log writer's Python work under `tablehall bench service --database-url sqlite:…`)."""
     if not match_ids:
         return set()
-    return set(conn.scalars(_EXISTING, {"ids": sorted(match_ids)}))
+    cursor = _driver_cursor(conn)
+    try:
+        if conn.dialect.name == "postgresql":
+            cursor.execute(_EXISTING_PG, (sorted(match_ids),))
+        else:
+            cursor.execute(_EXISTING_SQLITE.format(marks=", ".join("?" * len(match_ids))), sorted(match_ids))
+        return {found for (found,) in cursor.fetchall()}
+    finally:
+        cursor.close()
 
 
 def _creates(conn: Connection, creates: list[tuple[int, CreateOp]], out: list[object], now: int) -> None:
@@ -537,7 +547,7 @@ def _snapshots(conn: Connection, snaps: list[tuple[int, SnapshotOp]], out: list[
 
 @functools.cache
 def _snapshot_upsert(dialect: str) -> Any:
-    """Built once per dialect (see `_EXISTING`)."""
+    """Built once per dialect: building a statement costs more than running it."""
     stmt = _dialect_insert(dialect, m.snapshots)
     return stmt.on_conflict_do_update(
         index_elements=[m.snapshots.c.match_id],
@@ -547,7 +557,7 @@ def _snapshot_upsert(dialect: str) -> Any:
 
 @functools.cache
 def _heartbeat_upsert(dialect: str) -> Any:
-    """Built once per dialect (see `_EXISTING`)."""
+    """Built once per dialect: building a statement costs more than running it."""
     stmt = _dialect_insert(dialect, m.workers)
     return stmt.on_conflict_do_update(
         index_elements=[m.workers.c.owner], set_={"heartbeat_unix_ms": stmt.excluded.heartbeat_unix_ms}
