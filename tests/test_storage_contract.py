@@ -260,3 +260,28 @@ def test_heartbeats(backend: Backend) -> None:
         await s.close()
 
     run(body)
+
+
+def test_a_match_is_created_once_and_only_a_known_match_takes_a_snapshot(backend: Backend) -> None:
+    """Both ask the log which matches exist (`writes._existing` on SQL): a second create of one id is refused
+    and changes nothing (the memory log overwrote the first match and its log until 12-07); a snapshot of a
+    match never created is refused on SQL (the memory log, whose service takes no snapshots, does not check);
+    one of a known match is kept."""
+
+    async def body() -> None:
+        s = await backend.open()
+        epoch = (await s.claim("w0", [P]))[P]
+        await s.create(match("m1"), epoch)
+        with pytest.raises(ValueError, match="exists already"):
+            await s.create(match("m1", players=("cy", "di")), epoch)
+        await s.create(match("m2"), epoch)
+        if backend.url is not None:
+            with pytest.raises(KeyError):
+                await s.snapshot("nobody", P, epoch, Snapshot(1, SNAPSHOT_FORMAT + b"x"))
+        await s.snapshot("m2", P, epoch, Snapshot(1, SNAPSHOT_FORMAT + b"kept"))
+        found = {stored.entry.match_id: stored for stored in await s.unfinished([P])}
+        assert found["m1"].entry.players == ("ann", "bob")
+        assert found["m2"].snapshot == Snapshot(1, SNAPSHOT_FORMAT + b"kept")
+        await s.close()
+
+    run(body)

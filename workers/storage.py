@@ -266,6 +266,8 @@ class MemoryStorage:
 
     async def create(self, entry: MatchEntry, epoch: int) -> None:
         self._fence(entry.partition, epoch)
+        if entry.match_id in self.matches:  # as the SQL log refuses it: a second create would wipe the first's log
+            raise ValueError(f"match {entry.match_id} exists already")
         self.matches[entry.match_id] = entry
         self.logs[entry.match_id] = []
         self.progress[entry.match_id] = Progress()

@@ -251,8 +251,8 @@ _EXISTING_PG = "SELECT id FROM matches WHERE id = ANY(%s)"
 
 def _existing(conn: Connection, match_ids: set[str]) -> set[str]:
     """Which of these matches exist, as one of the driver's own statements (every snapshot and every new
-    match asks: as SQLAlchemy's expanding statement, rendered anew for each call, it was a quarter of the
-    log writer's Python work under `tablehall bench service --database-url sqlite:…`)."""
+    match asks: as SQLAlchemy's expanding statement, rendered anew for each call, it was 15 % of the log
+    writer process's Python samples under `tablehall bench service --database-url sqlite:…`; README, Speed)."""
     if not match_ids:
         return set()
     cursor = _driver_cursor(conn)
