@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from concurrent.futures import ThreadPoolExecutor, wait
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
@@ -30,20 +31,30 @@ def _heartbeat(store: SqlStorage, owner: str) -> int:
 
 def test_a_heartbeat_waits_for_sqlite_s_write_lock_then_goes_through(tmp_path: Path) -> None:
     """Another process holds the write lock: the heartbeat does not fail (the driver's own "database is
-    locked", tried again every millisecond) and is written once the lock is let go."""
+    locked", tried again every millisecond) and is written once the lock is let go. The readiness signal is
+    SQLite's own trace of the heartbeat's connection: the statement was tried twice under the lock, so it met
+    the lock and tried again, and it has not been written."""
     with backend_for("sqlite", tmp_path) as backend:
         store = run(backend.open)
         assert isinstance(store, SqlStorage)
         try:
             run(lambda: store.join("a", "a:1", T0))
+            store.beat("a", T0 + 1)  # the heartbeat thread's kept connection is open now
+            kept = store.board._beating
+            assert kept is not None
+            tries = threading.Semaphore(0)
+            kept.pooled.dbapi_connection.set_trace_callback(
+                lambda statement: tries.release() if statement.startswith("UPDATE workers") else None
+            )
+            assert backend.url is not None
             path = make_url(backend.url).database
             holder = sqlite3.connect(str(path), isolation_level=None)
             try:
                 holder.execute("BEGIN IMMEDIATE")  # the write lock, as another process's commit holds it
                 with ThreadPoolExecutor(1) as pool:
                     beating = pool.submit(store.beat, "a", T0 + 7)
-                    done, _ = wait([beating], timeout=0.3)
-                    assert not done  # no heartbeat can be written while the lock is held: it waits, not fails
+                    assert tries.acquire(timeout=10) and tries.acquire(timeout=10)  # met the lock, tried again
+                    assert not beating.done()  # waiting, not failed
                     holder.execute("COMMIT")
                     beating.result(timeout=10)
             finally:

@@ -159,7 +159,7 @@ def test_connect_and_grpc_web_answer_like_the_native_door_for_the_same_match(ser
 
 
 async def same_match(calls: dict[str, Call], client: Client) -> None:
-    created = await client.create_match(SB, ["Ana", "Bia"], {"start_points": 30})
+    created = await client.create_match(SB, ["Ana", "Bia"], {"start_points": 20})  # the shortest match: 9 calls a move
     match_id, tokens = created.match_id, created.tokens
     views = [matches_pb2.GetViewRequest(match_id=match_id)] * 3
     who = [tokens[0], tokens[1], None]
