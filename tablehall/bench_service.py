@@ -28,8 +28,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tablehall.bench_connections import Spread, channels
+from tablehall.bench_database import NAME as DATABASE
+from tablehall.bench_database import DatabaseServer, uncounted
 from tablehall.bench_loop import LoopCounters, LoopShare
 from tablehall.client import Client, Result, SeatClient, ServiceUnreachable, TablehallError
+from tablehall.processes import children
 from tablehall.typed_bots import IN_PROGRESS, choose_typed
 from workers import event_loop
 from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats, names
@@ -126,15 +129,6 @@ def cpu_seconds(root: int | None) -> dict[str, float]:
     return out
 
 
-def children(pid: int) -> list[int]:
-    """The processes whose parent is one of `pid`'s threads; a thread that ends while read is passed over."""
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError):
-            found += [int(child) for child in (task / "children").read_text().split()]
-    return found
-
-
 def _role(words: list[str], comm: str) -> str:
     """A child's name in the figures: a worker by its arguments, a pool process (ratings, pairing) as such,
     the log's writers (forks of a serving process: by their /proc comm) as such."""
@@ -146,6 +140,8 @@ def _role(words: list[str], comm: str) -> str:
         return "pool tracker"
     if any("multiprocessing" in w for w in words):
         return "pool process"
+    if words[3:4] == ["worker"]:
+        return "workers"
     return " ".join(w for w in words[3:6] if w != "--ordinal")
 
 
@@ -329,6 +325,7 @@ async def run(
         pool = [await stack.enter_async_context(Client(where)) for _ in range(channels(concurrency))]
         client = pool[0]
         await client.reachable()
+        database = await asyncio.to_thread(DatabaseServer.of, database_url)
         for _ in range(50):
             await client.ping()  # warm the channel
         for _ in range(200):
@@ -355,6 +352,7 @@ async def run(
 
             pings = asyncio.create_task(pinger(client, tally.ping_s, stop))
             started, cpu, loop = time.perf_counter(), cpu_seconds(pid), LoopCounters.read(pid)
+            database_s = database.cpu_s() if database else 0.0
             try:
                 async with asyncio.TaskGroup() as playing:
                     for number in range(matches):
@@ -364,6 +362,8 @@ async def run(
                 await pings
             tally.wall_s = time.perf_counter() - started
             tally.cpu_s = {name: spent - cpu.get(name, 0.0) for name, spent in cpu_seconds(pid).items()}
+            if database is not None:
+                tally.cpu_s[DATABASE] = database.cpu_s() - database_s
             tally.loop = LoopShare.over(loop, LoopCounters.read(pid), tally.wall_s, len(tally.command_s))
 
 
@@ -445,7 +445,7 @@ def report(
         out.print(
             "CPU per command during the load: "
             + ", ".join(f"{name} {ms:.2f} ms" for name, ms in per.items())
-            + f"; in all {sum(per.values()):.2f} ms (PostgreSQL's own not counted)"
+            + f"; in all {sum(per.values()):.2f} ms{uncounted(database_url, tally.cpu_s)}"
         )
     if tally.loop is not None:
         out.print(tally.loop.words())

@@ -22,7 +22,7 @@ from gateway.tls import ServerTls
 from gateway.tournaments.jobs import EndedTables, tournament_jobs
 from gateway.web import WebDoor, WebSettings, start_web_door
 from gateway.workers import NoLeases, Router, router_for
-from tablehall.worker_role import configure_logging, default_url, stop_exporter, until_stopped
+from tablehall.worker_role import configure_logging, default_url, stop_asked, stop_exporter, until_stopped
 from workers import metrics
 from workers.clocks_first import clocks_first
 from workers.host import MatchHost
@@ -39,6 +39,7 @@ async def serve(
     web: WebSettings | None = None,
     tls: ServerTls | None = None,
 ) -> None:
+    stop = stop_asked()  # before any worker process starts: a SIGTERM from now on stops them with us
     configure_logging()
     topology = Topology.from_env(workers)
     scrape = metrics.metrics_port(metrics_port)
@@ -55,7 +56,7 @@ async def serve(
         where = "in process" if topology.workers == 0 else f"in {topology.workers} worker processes"
         print(f"tablehall serving on {host}:{gateway.port} (matches {where}){_tls(gateway)}", flush=True)
         _announce(door)
-        await until_stopped()
+        await until_stopped(stop)
         print("tablehall: shutting down", flush=True)
         gateway.health.enter_graceful_shutdown()
         for matches in backends.hosts:
@@ -113,6 +114,7 @@ async def run_gateway(
     """The stateless front alone. It finds the workers in the lease table of the database
     (`TABLEHALL_DATABASE_URL`), or, in the static mode, routes to `workers` worker processes at `address`
     (`--workers N` or TABLEHALL_WORKERS, with TABLEHALL_WORKER_ADDRESS)."""
+    stop = stop_asked()
     configure_logging()
     exporter = metrics.serve_metrics(metrics.metrics_port(metrics_port), metrics.metrics_host(host))
     topology = Topology.from_env(workers, address)
@@ -127,7 +129,7 @@ async def run_gateway(
         gateway = await _with_door(start_gateway(router, host, port, servicers, tls), door)
         print(f"tablehall gateway serving on {host}:{gateway.port}{_tls(gateway)}", flush=True)
         _announce(door)
-        await until_stopped()
+        await until_stopped(stop)
         if door is not None:
             await door.stop(grace=5.0)
         await gateway.stop(grace=5.0)

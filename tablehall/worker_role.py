@@ -28,8 +28,23 @@ def configure_logging() -> None:
     logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
-async def until_stopped() -> None:
-    await _signals().wait()
+def stop_asked() -> asyncio.Event:
+    """Set by SIGTERM from now on. Called first thing in a role, before it starts anything: a SIGTERM
+    during the start is kept (the role stops as soon as it serves, its clean-ups run) instead of ending the
+    process at once, which left `serve`'s worker processes running on their own."""
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    return stop
+
+
+def serving(stop: asyncio.Event) -> asyncio.Event:
+    """Once the role serves, Ctrl-C (SIGINT) asks for the same stop; until then it interrupts the start."""
+    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, stop.set)
+    return stop
+
+
+async def until_stopped(stop: asyncio.Event) -> None:
+    await serving(stop).wait()
 
 
 def stop_exporter(exporter: object) -> None:
@@ -50,10 +65,11 @@ async def run_worker(
     """A match worker. With leases (no `ordinal`): it joins the lease table, takes an even share of the
     partitions from whoever has them, and on SIGTERM (or `tablehall worker drain`) hands them all to live
     peers before it stops. Static (`ordinal` of `workers`): partitions p mod N = ordinal, as configured."""
+    stop = stop_asked()
     configure_logging()
     exporter = metrics.serve_metrics(metrics.metrics_port(metrics_port), metrics.metrics_host(host))
     if ordinal is not None:
-        await _static_worker(ordinal, workers, host, port, database_url)
+        await _static_worker(ordinal, workers, host, port, database_url, stop)
         stop_exporter(exporter)
         return 0
     url = database_url or default_url()
@@ -75,7 +91,7 @@ async def run_worker(
     service.keeper = keeper
     await keeper.start()
     print(f"tablehall worker {matches.owner} serving on {host}:{bound} (as {where})", flush=True)
-    await stopping.requested(_signals())
+    await stopping.requested(serving(stop))
     handed = 0 if stopping.is_down else await keeper.drain()
     stopping.drained(handed)
     service.closing.set()  # its streams end cleanly: the gateway knows what was not read
@@ -88,7 +104,9 @@ async def run_worker(
     return EXIT_DOWN if stopping.is_down else 0
 
 
-async def _static_worker(ordinal: int, workers: int | None, host: str, port: int | None, url: str | None) -> None:
+async def _static_worker(
+    ordinal: int, workers: int | None, host: str, port: int | None, url: str | None, stop: asyncio.Event
+) -> None:
     topology = Topology.from_env(workers)
     if not 0 <= ordinal < max(1, topology.workers):
         raise SystemExit(f"--ordinal must be from 0 to {topology.workers - 1}")
@@ -102,7 +120,7 @@ async def _static_worker(ordinal: int, workers: int | None, host: str, port: int
     listen = f"{host}:{port if port is not None else topology.base_port + ordinal}"
     server, bound = await start_worker_server(matches, listen)
     print(f"tablehall worker {ordinal} of {topology.workers} serving on {host}:{bound}", flush=True)
-    await until_stopped()
+    await until_stopped(stop)
     await server.stop(grace=5.0)
     await matches.stop()
     await storage.close()
@@ -159,14 +177,6 @@ class Stopping:
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         for waiter in waiters:
             waiter.cancel()
-
-
-def _signals() -> asyncio.Event:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    return stop
 
 
 def _dial_host(host: str) -> str:

@@ -15,12 +15,15 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
 from gateway.server import start_gateway
 from gateway.workers import Router
+from tablehall.bench_database import DatabaseServer, uncounted
 from tablehall.bench_loop import LoopCounters, LoopShare
 from tablehall.bench_service import DECISION_LIMIT_S
 from tablehall.client import Client
+from tests.storage_backends import postgres_database
 from tests.test_cli_edges import run, tablehall
 from workers.host import MatchHost
 
@@ -133,3 +136,33 @@ def test_a_bench_over_its_connections_rate_waits_as_told_and_plays_every_match()
                                 env={"TABLEHALL_RATE_PER_S": "150", "TABLEHALL_BURST": "260"}))  # fmt: skip
     assert ran.code == 0, ran.err[-3000:]
     assert "2 matches played to the end" in ran.out and "rate_limited" in ran.out, ran.out
+
+
+def test_a_local_postgresql_server_is_counted_and_other_stores_are_not() -> None:
+    """The database server's CPU joins the figures: a backend's work counts, even once it ended (the
+    postmaster reaped it). SQLite and memory have no server of their own to count."""
+    assert DatabaseServer.of("memory") is None and DatabaseServer.of("sqlite:////tmp/x.db") is None
+    assert "not counted" in uncounted("postgresql+psycopg://elsewhere/db", {"gateway": 1.0})
+    assert uncounted("postgresql+psycopg://here/db", {"PostgreSQL": 1.0}) == uncounted("sqlite:///b.db", {}) == ""
+    with postgres_database() as url:
+        server = DatabaseServer.of(url)
+        assert server is not None
+        before = server.cpu_s()
+        engine = create_engine(url, poolclass=NullPool)
+        with engine.connect() as conn:  # its backend ends with the connection, before the second reading
+            backend = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+            conn.execute(text("SELECT count(*) FROM generate_series(1, 3000000)")).scalar_one()
+        engine.dispose()
+        bound = time.monotonic() + BOUND_S
+        while Path(f"/proc/{backend}").exists():  # until the postmaster reaped it (its CPU is then its parent's)
+            assert time.monotonic() < bound, f"backend {backend} still there after {BOUND_S} s"
+            time.sleep(0.01)
+        assert server.cpu_s() > before
+
+
+def test_a_postgresql_bench_prints_the_servers_cpu_among_its_own() -> None:
+    with postgres_database() as url:
+        ran = run("bench", "service", "--matches", "2", "--concurrency", "2", "--database-url", url, stdin="")
+    assert ran.code == 0 and "2 matches played to the end" in ran.out, ran.err[-3000:]
+    assert re.search(r"CPU per command during the load: PostgreSQL [\d.]+ ms, gateway", ran.out), ran.out
+    assert "not counted" not in ran.out, ran.out
