@@ -32,7 +32,7 @@ from tablehall.bench_database import NAME as DATABASE
 from tablehall.bench_database import DatabaseServer, uncounted
 from tablehall.bench_loop import LoopCounters, LoopShare
 from tablehall.client import Client, Result, SeatClient, ServiceUnreachable, TablehallError
-from tablehall.processes import children
+from tablehall.processes import children, stat_fields
 from tablehall.typed_bots import IN_PROGRESS, choose_typed
 from workers import event_loop
 from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats, names
@@ -116,8 +116,10 @@ def cpu_seconds(root: int | None) -> dict[str, float]:
     pending = [] if root is None else [root]
     while pending:
         pid = pending.pop()
+        fields = stat_fields(pid)
+        if fields is None:
+            continue
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
             pending += children(pid)

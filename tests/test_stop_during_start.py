@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tablehall.processes import children, stat_fields
 from tests.durability import REPO
 from tests.metrics_support import until
 from tests.processes import stop_process
@@ -20,23 +21,19 @@ from tests.writer_processes import BOUND_S
 def _workers_of(pid: int) -> list[int]:
     """`pid`'s child processes started as `tablehall.cli worker` (a fork of `serve` keeps serve's argv)."""
     found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            try:
-                argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if argv[1:4] == [b"-m", b"tablehall.cli", b"worker"]:
-                found.append(int(child))
+    for child in children(pid):
+        try:
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[1:4] == [b"-m", b"tablehall.cli", b"worker"]:
+            found.append(child)
     return found
 
 
 def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state == "Z"
+    fields = stat_fields(pid)
+    return fields is None or fields[0] == "Z"
 
 
 def test_a_sigterm_while_serve_starts_ends_it_and_its_workers_cleanly(tmp_path: Path) -> None:

@@ -72,6 +72,23 @@ def test_two_processes_are_fenced_through_the_database(backend: Backend) -> None
     run(body)
 
 
+def test_a_bulk_create_over_one_statements_worth_of_ids_finds_every_one_that_exists(backend: Backend) -> None:
+    """The existence check reads a bulk create's ids in statements of at most 500 on SQLite: an id that
+    exists is found in any of them, and the whole batch is refused with nothing of it written."""
+
+    async def body() -> None:
+        s = sql(backend)
+        await s.create_many([match(f"z{i:04}") for i in range(1200)], {})
+        again = [match(f"b{i:04}") for i in range(1200)] + [match("z1100")]  # known: in the third 500, sorted
+        with pytest.raises(ValueError, match="z1100"):
+            await s.create_many(again, {})
+        await s.close()
+
+    run(body)
+    with sql(backend).engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM matches")).scalar_one() == 1200
+
+
 def test_the_database_itself_keeps_seq_unique(backend: Backend) -> None:
     s = sql(backend)
     run(lambda: s.create(match("m1"), 0))

@@ -259,9 +259,12 @@ def _existing(conn: Connection, match_ids: set[str]) -> set[str]:
     try:
         if conn.dialect.name == "postgresql":
             cursor.execute(_EXISTING_PG, (sorted(match_ids),))
-        else:
-            cursor.execute(_EXISTING_SQLITE.format(marks=", ".join("?" * len(match_ids))), sorted(match_ids))
-        return {found for (found,) in cursor.fetchall()}
+            return {found for (found,) in cursor.fetchall()}
+        existing: set[str] = set()
+        for chunk in _chunks(sorted(match_ids), _ROWS):  # a bulk create's 5,000: under any SQLite's bound
+            cursor.execute(_EXISTING_SQLITE.format(marks=", ".join("?" * len(chunk))), chunk)
+            existing.update(found for (found,) in cursor.fetchall())
+        return existing
     finally:
         cursor.close()
 
