@@ -284,18 +284,25 @@ def backlog(engine: Engine, limit: int = 500, now: int | None = None) -> list[st
 
 @functools.cache
 def _backlog_query() -> Any:
-    """Built once (`holds.NOW`): building it cost more than running it."""
+    """Built once (`holds.NOW`): building it cost more than running it. The holds are asked of the unrated
+    matches alone, read first (OFFSET 0 keeps them a subquery PostgreSQL reads before the holds): asked of every
+    finished match in the holds' window and only then joined against the rated ones, they cost 0.08 ms a
+    match, 35 ms a read once 400 matches had ended, and the backlog reads every few seconds."""
     t, done = m.matches, r.rated_matches
+    unrated = (
+        select(t.c.id, t.c.updated_unix_ms)
+        .where(t.c.status == "finished", ~select(done.c.match_id).where(done.c.match_id == t.c.id).exists())
+        .offset(0)
+        .subquery("unrated")
+    )
     return (
-        select(t.c.id)
+        select(unrated.c.id)
         .where(
-            t.c.status == "finished",
-            ~select(done.c.match_id).where(done.c.match_id == t.c.id).exists(),
-            ~holds.delayed(t.c.id, holds.NOW),
-            ~holds.entered(t.c.id, t.c.updated_unix_ms, holds.NOW),
-            t.c.id.not_in(holds.blocked(holds.NOW)),
+            ~holds.delayed(unrated.c.id, holds.NOW),
+            ~holds.entered(unrated.c.id, unrated.c.updated_unix_ms, holds.NOW),
+            unrated.c.id.not_in(holds.blocked(holds.NOW)),
         )
-        .order_by(t.c.updated_unix_ms, t.c.id)
+        .order_by(unrated.c.updated_unix_ms, unrated.c.id)
         .limit(bindparam("limit", type_=Integer))
     )
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import grpc
 
-from tablehall.bench_service import cpu_seconds
+from tablehall.bench_served import cpu_seconds
 from workers.games.catalog import SPECTACULAR_BID
 from workers.storage import LogEntry, MatchEntry, Progress, Storage
 

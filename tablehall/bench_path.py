@@ -39,7 +39,8 @@ from rich.table import Table
 from gateway.service import MatchesService
 from gateway.workers import Router
 from protos.tablehall.v1 import actions_pb2, matches_pb2
-from tablehall.bench_service import OPTIONS, PLAYERS, cpu_seconds
+from tablehall.bench_served import cpu_seconds
+from tablehall.bench_service import OPTIONS, PLAYERS
 from tablehall.client import TYPED
 from tablehall.typed_bots import IN_PROGRESS, choose_typed
 from workers import event_loop

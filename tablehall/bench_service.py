@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import platform
 import random
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -27,16 +22,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tablehall.bench_commits import Waits
 from tablehall.bench_connections import Spread, channels
 from tablehall.bench_database import NAME as DATABASE
 from tablehall.bench_database import DatabaseServer, uncounted
 from tablehall.bench_loop import LoopCounters, LoopShare
+from tablehall.bench_served import ServiceDidNotStart, cpu_seconds, service
 from tablehall.client import Client, Result, SeatClient, ServiceUnreachable, TablehallError
-from tablehall.processes import children, stat_fields
 from tablehall.typed_bots import IN_PROGRESS, choose_typed
 from workers import event_loop
 from workers.games.catalog import FIVE_OH_ONE, SPECTACULAR_BID, fewest_seats, names
-from workers.sql.writer_fork import FORK_SERVER_NAME, WRITER_NAME
+from workers.settings import MEMORY
 
 PLAYERS = {game: list("ABCD")[: fewest_seats(game)] for game in names()}
 """The seats' letters; each match is between players of its own (`players_of`)."""
@@ -85,6 +81,8 @@ class Tally:
     """CPU seconds spent during the load, per process of the service and by the load generator."""
     loop: LoopShare | None = None
     """The serving process's event-loop thread during the load (only for a service started here, on Linux)."""
+    waits: Waits | None = None
+    """Where the durable writes' waits went during the load (a durable service started here)."""
 
     def service_cpu_ms(self) -> float:
         """The service's CPU per command (every process but the load generator), in ms."""
@@ -105,84 +103,9 @@ class GaveUp(Exception):
     """A seat's bot cannot go on: refused again and again on one view, or its stream kept dropping."""
 
 
-class ServiceDidNotStart(Exception):
-    """`tablehall serve` exited (or said something else) before serving; the message is its last words."""
-
-
-def cpu_seconds(root: int | None) -> dict[str, float]:
-    """User + system CPU of the `tablehall serve` process and its worker processes, from /proc (Linux);
-    the load generator's own as "load generator"."""
-    out = {"load generator": time.process_time()}
-    pending = [] if root is None else [root]
-    while pending:
-        pid = pending.pop()
-        fields = stat_fields(pid)
-        if fields is None:
-            continue
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            pending += children(pid)
-        except OSError:
-            continue
-        words = [a.decode(errors="replace") for a in argv]
-        name = "gateway" if pid == root else _role(words, comm) or str(pid)
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return out
-
-
-def _role(words: list[str], comm: str) -> str:
-    """A child's name in the figures: a worker by its arguments, a pool process (ratings, pairing) as such,
-    the log's writers (forks of a serving process: by their /proc comm) as such."""
-    if "workers.sql.writer_child" in words or comm == WRITER_NAME:
-        return "log writer"
-    if comm == FORK_SERVER_NAME:
-        return "log writer fork server"
-    if any("multiprocessing.resource_tracker" in w for w in words):
-        return "pool tracker"
-    if any("multiprocessing" in w for w in words):
-        return "pool process"
-    if words[3:4] == ["worker"]:
-        return "workers"
-    return " ".join(w for w in words[3:6] if w != "--ordinal")
-
-
 def quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
-
-
-@contextlib.asynccontextmanager
-async def service(address: str | None, workers: int, database_url: str) -> AsyncIterator[tuple[str, int | None]]:
-    """The gateway to load: `address`, or a `tablehall serve` started here in its own session, so that a
-    Ctrl-C in the terminal reaches the bench alone, which ends its matches before stopping the service."""
-    if address is not None:
-        yield address, None
-        return
-    env = {**os.environ, "TABLEHALL_LOG_LEVEL": "WARNING"}
-    command = [sys.executable, "-m", "tablehall.cli", "serve", "--port", "0", "--database-url", database_url]
-    command += ["--workers", str(workers), "--web-port", "off"]
-    with tempfile.TemporaryFile("w+") as said:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=said, text=True, env=env,
-                                   start_new_session=True)  # fmt: skip
-        try:
-            assert process.stdout is not None
-            line = await asyncio.to_thread(process.stdout.readline)
-            while line.startswith("tablehall metrics on "):  # TABLEHALL_METRICS_PORT: its exporter speaks first
-                line = await asyncio.to_thread(process.stdout.readline)
-            if "serving on" not in line:
-                await asyncio.to_thread(process.wait, 10)
-                said.seek(0)
-                last = (said.read().strip().splitlines() or [line.strip() or "it said nothing"])[-1]
-                raise ServiceDidNotStart(last.removeprefix("tablehall serve: "))
-            yield line.split("serving on ", 1)[1].split()[0], process.pid
-        finally:
-            process.terminate()
-            try:
-                await asyncio.to_thread(process.wait, STOP_S)
-            except subprocess.TimeoutExpired:  # a service slow to stop under load must not cost the figures
-                process.kill()
-                await asyncio.to_thread(process.wait)
 
 
 async def bot(seat: SeatClient, rng: random.Random, tally: Tally) -> None:
@@ -303,8 +226,6 @@ PING_EVERY_S = 0.02
 """How often the probe pings during the load: 50 samples a second are plenty for a p99. A unary Ping costs the
 service about 0.5 ms of CPU (1,341 pings took 0.64 s of an idle serve's CPU), so a probe every 5 ms took
 several percent of a core from the commands it measures."""
-STOP_S = 10.0
-"""How long the service started here may take to stop before it is killed (its figures are taken already)."""
 RESIGN_S = 5.0
 """How long a resignation on the way out may take (the service may be the thing that failed)."""
 async def run(
@@ -323,7 +244,8 @@ async def run(
     rng = random.Random(seed)
     tally.same_players = same_players
     run_tag = f"{time.time_ns() % 36**4:x}"  # this run's players are its own (a kept database has earlier runs')
-    async with service(address, workers, database_url) as (where, pid), contextlib.AsyncExitStack() as stack:
+    async with service(address, workers, database_url) as served, contextlib.AsyncExitStack() as stack:
+        where, pid = served.address, served.pid
         pool = [await stack.enter_async_context(Client(where)) for _ in range(channels(concurrency))]
         client = pool[0]
         await client.reachable()
@@ -353,6 +275,8 @@ async def run(
                 progress.advance(task)
 
             pings = asyncio.create_task(pinger(client, tally.ping_s, stop))
+            durable = database_url != MEMORY and served.metrics
+            waits = await asyncio.to_thread(Waits.read, served.metrics) if durable else None
             started, cpu, loop = time.perf_counter(), cpu_seconds(pid), LoopCounters.read(pid)
             database_s = database.cpu_s() if database else 0.0
             try:
@@ -367,6 +291,8 @@ async def run(
             if database is not None:
                 tally.cpu_s[DATABASE] = database.cpu_s() - database_s
             tally.loop = LoopShare.over(loop, LoopCounters.read(pid), tally.wall_s, len(tally.command_s))
+            after = await asyncio.to_thread(Waits.read, served.metrics) if waits is not None else None
+            tally.waits = after.since(waits) if after is not None and waits is not None else None
 
 
 def bench_service(
@@ -451,6 +377,9 @@ def report(
         )
     if tally.loop is not None:
         out.print(tally.loop.words())
+    said = tally.waits.words() if tally.waits is not None else None
+    if said is not None:
+        out.print(said, soft_wrap=True)  # one line, however long: for grep
 
 
 def compare(tally: Tally, peer: Peer) -> None:

@@ -28,6 +28,11 @@ from tests.test_cli_edges import run, tablehall
 from workers.host import MatchHost
 
 BOUND_S = 120.0
+WAITS = (
+    r"a durable write's wait on average \([\d,]+ writes\): [\d.]+ ms queued behind the batch before it, [\d.]+ ms "
+    r"on its way to the writer, [\d.]+ ms its batch written and committed, [\d.]+ ms the answer waiting for the "
+    r"serving loop; a change's append waited [\d.]+ ms in its match's actor, of which [\d.]+ ms its turn after"
+)
 
 
 @pytest.mark.parametrize("game", ["501", "spectacular-bid"])
@@ -38,6 +43,7 @@ def test_a_small_bench_plays_every_match_and_prints_its_figures(game: str) -> No
     assert "command p50" in ran.out and "CPU per command" in ran.out
     assert re.search(r"event-loop thread: [\d.]+ ms of CPU a command, on a core \d+% of the time, waiting for one "
                      r"\d+%, preempted [\d,]+ times a second", ran.out), ran.out  # fmt: skip
+    assert "durable write" not in ran.out, "an in-memory log writes nothing durable"
 
 
 @pytest.mark.parametrize("same", [False, True])
@@ -49,6 +55,7 @@ def test_each_bench_match_has_players_of_its_own_unless_asked_for_the_same(same:
     ran = run("bench", "service", "--matches", "4", "--concurrency", "4", "--database-url", url, *flags, stdin="")
     assert ran.code == 0 and "4 matches played to the end" in ran.out, ran.err[-3000:]
     assert ("every match between the same players" in ran.out) is same, ran.out
+    assert re.search(WAITS, ran.out), ran.out
     engine = create_engine(url)
     with engine.connect() as conn:
         seated = conn.execute(text("SELECT match_id, player_id FROM seats")).all()
@@ -166,3 +173,13 @@ def test_a_postgresql_bench_prints_the_servers_cpu_among_its_own() -> None:
     assert ran.code == 0 and "2 matches played to the end" in ran.out, ran.err[-3000:]
     assert re.search(r"CPU per command during the load: PostgreSQL [\d.]+ ms, gateway", ran.out), ran.out
     assert "not counted" not in ran.out, ran.out
+    assert re.search(WAITS, ran.out), ran.out
+
+
+def test_a_bench_with_worker_processes_reads_their_writes_waits(tmp_path: Path) -> None:
+    """The gateway writes nothing to the log there: the figures come from the workers' /metrics."""
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    ran = run("bench", "service", "--matches", "2", "--concurrency", "2", "--workers", "2", "--database-url", url,
+              stdin="")  # fmt: skip
+    assert ran.code == 0 and "2 matches played to the end" in ran.out, ran.err[-3000:]
+    assert re.search(WAITS, ran.out), ran.out

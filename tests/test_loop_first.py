@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tablehall.bench_service import children
+from tablehall.processes import children
 from tests.durability import REPO
 from tests.metrics_support import until
 from tests.processes import stop_process

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from tablehall.bench_service import children
 from tablehall.bots import run_bot
 from tablehall.client import Client, TablehallError
+from tablehall.processes import children
 from tests.metrics_support import Labels, Served, binary, samples, serve_with_metrics, until, value
 from workers.errors import ERRORS
 from workers.games.catalog import games

@@ -16,8 +16,9 @@ from typing import Any
 
 from gateway.tournaments.organizers import create_organizer
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_grpc
-from tablehall.bench_service import Tally, children, one_match, players_of
+from tablehall.bench_service import Tally, one_match, players_of
 from tablehall.client import Client
+from tablehall.processes import children
 from tests.metrics_support import Served, serve_with_metrics, value
 from tests.tournament_hall import Hall, run_hall
 from workers import offload

@@ -21,8 +21,8 @@ from typing import IO
 import grpc
 import pytest
 
-from tablehall.bench_service import children
 from tablehall.client import Client, SeatClient, TablehallError
+from tablehall.processes import children
 from tablehall.typed_bots import choose_typed
 from tests.durability import DB_BACKENDS, REPO, database
 from tests.processes import stop_process

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tablehall.bench_service import children
+from tablehall.processes import children
 from tests.batch_writer import heard
 from tests.durability import DB_BACKENDS, REPO, database
 from tests.processes import stop_process

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from tablehall.bench_service import children
+from tablehall.processes import children
 from workers.sql import SqlStorage
 
 BOUND_S = 60.0

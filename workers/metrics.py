@@ -156,6 +156,22 @@ LOG_COMMIT = Histogram(
     "One durable append of a change's steps to the event log, until committed.",
     buckets=FAST,
 )
+LOG_PHASES = ("queued", "to_writer", "writing", "answer")
+LOG_WAIT = Counter(
+    "tablehall_event_log_wait_seconds",
+    "Time durable writes spent before their callers heard of them, summed over the writes, by phase: queued "
+    "(gathered behind the batch before theirs), to_writer (handed to the log's writer, their batch not begun), "
+    "writing (their batch's transaction and commit), answer (committed, the answer waiting for this process's "
+    "event loop to read it). Divided by tablehall_event_log_writes_total: where a write's wait goes.",
+    ["phase"],
+)
+LOG_WRITES = Counter(
+    "tablehall_event_log_writes",
+    "Durable writes answered by the log's writer (appends, new matches, snapshots, leases' claims), whose "
+    "phases tablehall_event_log_wait_seconds_total sums.",
+)
+WAIT_BY_PHASE = tuple(LOG_WAIT.labels(phase) for phase in LOG_PHASES)
+"""Pre-bound, in `LOG_PHASES`' order (each at 0 from the start)."""
 
 
 

@@ -32,10 +32,13 @@ import logging
 import os
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
+
+from workers import metrics
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +53,17 @@ class Op:
     dropped = False
     """Its caller gave up before the writer took it (under the committer's lock): it is skipped."""
 
+    submitted = 0.0
+    """When its caller submitted it (`time.monotonic`, as every clock below: one for all processes on a machine)."""
+    handed = 0.0
+    """When it left for the writer, in a batch (or a writer process's frame)."""
+
     def __getstate__(self) -> dict[str, Any]:
-        """What the writer process needs: the op's values, not its caller's future."""
-        return {k: v for k, v in vars(self).items() if k not in ("future", "taken", "dropped")}
+        """What the writer process needs: the op's values, not its caller's future nor its times."""
+        return {k: v for k, v in vars(self).items() if k not in _LOCAL}
+
+
+_LOCAL = frozenset(("future", "taken", "dropped", "submitted", "handed"))
 
 
 Apply = Callable[[Sequence[Op]], list[object]]
@@ -79,6 +90,20 @@ def _settle(ops: Sequence[Op], outcomes: Sequence[object]) -> None:
             op.future.set_exception(outcome)
         else:
             op.future.set_result(outcome)
+
+
+def waited(ops: Sequence[Op], began: float, ended: float, answered: float) -> None:
+    """A batch answered on its caller's loop: its ops' time in each phase, summed (`metrics.LOG_WAIT`). Clocks
+    of two processes can disagree by a tick: a phase read backwards counts as 0."""
+    queued = to_writer = 0.0
+    for op in ops:
+        queued += op.handed - op.submitted
+        to_writer += began - op.handed
+    n = len(ops)
+    spans = (queued, to_writer, n * (ended - began), n * (answered - ended))
+    for counter, span in zip(metrics.WAIT_BY_PHASE, spans, strict=True):
+        counter.inc(max(0.0, span))
+    metrics.LOG_WRITES.inc(n)
 
 
 def outcomes(apply: Apply, batch: Sequence[Op], stats: Stats) -> list[object]:
@@ -166,6 +191,7 @@ class GroupCommitter:
         """Queue `op` and wait (without blocking the event loop) until its batch committed."""
         loop = asyncio.get_running_loop()
         op.future = loop.create_future()
+        op.submitted = time.monotonic()
         with self._lock:
             if self._closed:
                 raise RuntimeError("storage is closed")
@@ -185,6 +211,9 @@ class GroupCommitter:
         ops, side.pending = [op for op in side.pending if not op.future.done()], []
         if not ops:
             return
+        handed = time.monotonic()
+        for op in ops:
+            op.handed = handed
         with self._lock:
             if not self._closed:
                 side.busy = True
@@ -193,9 +222,10 @@ class GroupCommitter:
         for op in ops:
             op.future.set_exception(RuntimeError("storage is closed"))
 
-    def _answered(self, side: _Side, ops: list[Op], results: list[object]) -> None:
+    def _answered(self, side: _Side, ops: list[Op], results: list[object], began: float, ended: float) -> None:
         """On the side's loop: the batch's callers hear of it; what gathered meanwhile goes next."""
         side.busy = False
+        waited(ops, began, ended, time.monotonic())
         _settle(ops, results)
         if not side.pending:
             return
@@ -225,10 +255,12 @@ class GroupCommitter:
                 for op in ops:
                     op.taken = True
             results: list[object] = []
+            began = time.monotonic()
             for batch in batches(ops, self.max_batch):
                 results += outcomes(self.apply, batch, self.stats)
+            ended = time.monotonic()
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for these answers any more
-                loop.call_soon_threadsafe(self._answered, side, ops, results)
+                loop.call_soon_threadsafe(self._answered, side, ops, results, began, ended)
 
     def _gave_up(self, op: Op) -> bool:
         return op.dropped or op.future.cancelled()

@@ -13,6 +13,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 
 from workers import loop_first
 from workers.sql.batching import Op, Stats, batches, outcomes
@@ -32,10 +33,11 @@ class _Committer:
         """Every batch of the frame committed (or refused, op by op) and answered, in order."""
         numbers = {id(op): number for number, op in numbered}
         for batch in batches([op for _, op in numbered], self.max_batch):
+            began = time.monotonic()  # the serving process's clock too: the phases of its metrics
             found = outcomes(self.writer.apply, batch, self.stats)
             answered = [(numbers[id(op)], sendable(outcome)) for op, outcome in zip(batch, found, strict=True)]
             with contextlib.suppress(OSError):  # the serving process is gone: nobody waits for this answer
-                self.sock.sendall(frame((len(batch), answered)))
+                self.sock.sendall(frame((len(batch), answered, began, time.monotonic())))
 
 
 def run(fd: int) -> None:

@@ -38,10 +38,11 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 from typing import Any, Protocol
 
 from workers.sql import writer_fork
-from workers.sql.batching import Op, Stats
+from workers.sql.batching import Op, Stats, waited
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +171,7 @@ class ProcessCommitter:
         if self._loop is not loop:
             self._attach(loop)
         op.future = loop.create_future()
+        op.submitted = time.monotonic()
         if not self._outbox and not self._waiting:
             loop.call_soon(self._flush)
         self._outbox.append(op)
@@ -194,9 +196,10 @@ class ProcessCommitter:
                 op.future.set_exception(WriterGone("the log's writer process is not running"))
             return
         sent = []
+        handed = time.monotonic()
         for op in ops:
             number = next(self._ids)
-            op.taken = True
+            op.taken, op.handed = True, handed
             self._waiting[number] = op
             sent.append((number, op))
         self._send(frame(sent))
@@ -242,18 +245,24 @@ class ProcessCommitter:
         if not read:
             self._gone()
             return
-        for size, outcomes in frames(self._inbox):
+        answered = time.monotonic()
+        for size, outcomes, began, ended in frames(self._inbox):
             self.stats.batches += 1
             self.stats.ops += size
             self.stats.largest = max(self.stats.largest, size)
+            ops = []
             for number, outcome in outcomes:
                 op = self._waiting.pop(number, None)
-                if op is None or op.future.done():
+                if op is None:
+                    continue
+                ops.append(op)
+                if op.future.done():
                     continue
                 if isinstance(outcome, BaseException):
                     op.future.set_exception(outcome)
                 else:
                     op.future.set_result(outcome)
+            waited(ops, began, ended, answered)
         if self._outbox and not self._waiting:
             self._flush()
 
