@@ -9,6 +9,7 @@ import secrets
 from dataclasses import dataclass
 
 from workers.games.engine import JSON
+from workers.games.values import pickled_by_constructor
 
 
 def canonical(value: JSON) -> bytes:
@@ -16,6 +17,7 @@ def canonical(value: JSON) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
+@pickled_by_constructor
 @dataclass(frozen=True, slots=True)
 class Commitment:
     salt: bytes

@@ -38,8 +38,9 @@ class Position:
 
     def freeze(self) -> bytes:
         """A snapshot. The command log is kept as a list of plain (seat, action, t) tuples: a long linked list
-        would overflow pickle, and a `Step` pickles through its dataclass's per-object `__getstate__`,
-        which took most of a snapshot's time (1.7 ms for a 544-step match)."""
+        would overflow pickle. Every value in it pickles as its constructor's call (`built_fast`, or a
+        `__reduce__` of its own): a frozen dataclass's own way reads its fields anew for every object, and the
+        actions without fields and the deals' commitments took a quarter of a snapshot's time that way."""
         m = self.match
         steps = [(step.seat, step.action, step.t) for step in m.steps()]
         frozen = (m.players, m.state, m.deals, steps, m.void_reason, m.now)

@@ -14,6 +14,7 @@ from typing import Any
 from workers.games.catalog import game_named
 from workers.games.engine import CHANCE, JSON, Event, Game, Millis, Seat, millis, seconds
 from workers.games.errors import IllegalAction, MalformedAction, RulesError, quote
+from workers.games.values import built_fast
 
 FORMAT = "tablehall-record/1"
 
@@ -25,6 +26,7 @@ class MalformedRecord(RulesError):
     status = MalformedAction.status
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Step:
     """One accepted command, newest first: a persistent list so a match appends in O(1)."""
@@ -35,6 +37,7 @@ class Step:
     before: Step | None
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Match:
     game: Game[Any, Any, Any]

@@ -54,6 +54,14 @@ def built_fast(cls: type[T]) -> type[T]:
     return cls
 
 
+def pickled_by_constructor(cls: type[T]) -> type[T]:
+    """A frozen dataclass pickled as `cls(*fields)`, as `built_fast` values are, its constructor left as it is:
+    a frozen dataclass's own pickling reads its fields anew for every object (`fields()`). What was pickled the
+    old way still loads (`object.__new__` and the dataclass's `__setstate__`)."""
+    type.__setattr__(cls, "__reduce__", _reducer(cls, [f.name for f in fields(cls)]))  # type: ignore[arg-type]
+    return cls
+
+
 def _reducer(cls: type, names: list[str]) -> Callable[[Any], tuple[type, tuple[Any, ...]]]:
     """Pickled and copied as `cls(*fields)`: the default way would call `cls.__new__(cls)` bare. The fields
     are read by one `attrgetter` (a snapshot pickles hundreds of these values)."""

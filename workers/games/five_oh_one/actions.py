@@ -21,6 +21,7 @@ def trump_code(trump: Suit | None) -> str:
     return "NT" if trump is None else trump.value
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Look:
     """Turn one's own cards face up during the bidding (ends the blind, F-4)."""
@@ -38,12 +39,14 @@ class Bid:
         return {"do": "bid", "amount": self.amount}
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Pass:
     def to_json(self) -> dict[str, JSON]:
         return {"do": "pass"}
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Abandon:
     """The declarer gives up the hand once the talon is exposed (F-5)."""

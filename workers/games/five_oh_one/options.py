@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from workers.games.engine import JSON, Millis, millis
 from workers.games.options import Kind, OptionSpec, read_options
+from workers.games.values import pickled_by_constructor
 
 NAME = "501"
 """The game's name in records, views and the API, declared once (`FiveOhOne.name`; the catalog reads it)."""
@@ -28,6 +29,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
 )
 
 
+@pickled_by_constructor
 @dataclass(frozen=True, slots=True)
 class Chosen:
     """A game's options as the rules use them."""

@@ -12,6 +12,7 @@ from workers.games.spectacular_bid.tiles import TILES, End, Tile
 from workers.games.values import built_fast
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Ready:
     """Start/Continue: both players press it, or the ready timeout passes, and the clocks start."""
@@ -22,6 +23,7 @@ class Ready:
         return {"do": self.do}
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Reveal:
     """Shared device: the player now holding the device shows their tiles; their clock starts."""
@@ -49,6 +51,7 @@ class Play:
         return {"do": self.do, "tile": str(self.tile), "end": self.end.value}
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Draw:
     do: ClassVar[str] = "draw"
@@ -79,6 +82,7 @@ class Raise:
         return {"do": self.do, "amount": self.amount}
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Accept:
     do: ClassVar[str] = "accept"
@@ -87,6 +91,7 @@ class Accept:
         return {"do": self.do}
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Decline:
     do: ClassVar[str] = "decline"
@@ -95,6 +100,7 @@ class Decline:
         return {"do": self.do}
 
 
+@built_fast
 @dataclass(frozen=True, slots=True)
 class Resign:
     do: ClassVar[str] = "resign"

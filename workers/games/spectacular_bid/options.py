@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from workers.games.clock import ClockSettings
 from workers.games.engine import JSON, Millis, millis, seconds
 from workers.games.options import Kind, OptionSpec, read_options
+from workers.games.values import pickled_by_constructor
 
 NAME = "spectacular-bid"
 """The game's name in records, views and the API, declared once (`SpectacularBid.name`; the catalog reads it)."""
@@ -36,6 +37,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
 )
 
 
+@pickled_by_constructor
 @dataclass(frozen=True, slots=True)
 class Options:
     """A match's options as the rules use them (durations in whole milliseconds)."""
