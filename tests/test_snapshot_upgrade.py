@@ -5,7 +5,7 @@ older code pickled it: `<game>.json` the engine before fast-built values, `<game
 (the command log as `Step` values; written by `git show 19df53b`'s code). Neither thaws now. Through each
 storage, the new code must read such a match from its whole log — the same match, its record unchanged —
 and write its own snapshots in the current format. `<game>.format3-dataclasses.json`: the current format as
-9ad5049's code pickled it (values without fields, and the deals' commitments, through the frozen dataclasses'
+eae1036's code pickled it (values without fields, and the deals' commitments, through the frozen dataclasses'
 own `__getstate__`): it still thaws, so a rolling deploy's new worker takes such matches over from their
 snapshots; what this code pickles calls each value's constructor.
 """
