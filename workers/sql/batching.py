@@ -16,6 +16,9 @@ be committed, as with any write whose answer was lost.
 
 Ops marked `solo` (claims) run in a transaction of their own, in queue order.
 
+Each op's wait is timed by phase (`waited`: queued, on its way to the writer, written, its answer waiting for
+the loop), here and in the writer process alike, into `metrics.LOG_WAIT`: where a write's wait goes.
+
 Under load the next batch lingers (`linger_s`, TABLEHALL_LOG_LINGER_MS for the storage's writer thread):
 when a batch is answered while ops wait already, they go `linger_s` later, with whatever came meanwhile. A
 worker on a saturated machine then commits fewer, larger batches, and spends less CPU (its own and the
