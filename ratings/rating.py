@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from openskill.models import PlackettLuce
 from sqlalchemy import Connection, Engine, Integer, bindparam, func, select
@@ -124,7 +124,8 @@ def rate_all(engine: Engine, match_ids: Sequence[str], now: int | None = None) -
 def in_end_order(engine: Engine, match_ids: list[str]) -> list[str]:
     """`match_ids` by their end (the last write to a finished match), then id; unknown ones last."""
     with reading(engine) as conn, conn.begin():
-        ends: dict[str, int] = dict(conn.execute(column_of("updated_unix_ms"), {"ids": match_ids}).tuples().all())
+        found = conn.execute(column_of("updated_unix_ms"), {"ids": match_ids})  # its rows are (id, end) tuples
+        ends: dict[str, int] = dict(cast("Iterable[tuple[str, int]]", found.all()))
     return sorted(match_ids, key=lambda match_id: (match_id not in ends, ends.get(match_id, 0), match_id))
 
 

@@ -11,6 +11,8 @@ import secrets
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
+from typing import cast
 
 from sqlalchemy import Engine, select
 
@@ -68,7 +70,8 @@ def _clone(engine: Engine, template: str, count: int) -> list[str]:
         ids = [secrets.token_hex(8) for _ in range(count)]
         names = [f"bench-{i}-{k}-{secrets.token_hex(3)}" for i in range(count) for k in range(2)]
         conn.execute(pl.insert(), [{"name": n} for n in names])
-        pid: dict[str, int] = dict(conn.execute(select(pl.c.name, pl.c.id).where(pl.c.name.in_(names))).tuples().all())
+        named = conn.execute(select(pl.c.name, pl.c.id).where(pl.c.name.in_(names)))
+        pid: dict[str, int] = dict(cast("Iterable[tuple[str, int]]", named.all()))
         conn.execute(t.insert(), [{**match, "id": i} for i in ids])
         conn.execute(s.insert(), [
             {**seat, "match_id": i, "player_id": pid[names[2 * n + seat["seat"]]]}
