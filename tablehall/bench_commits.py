@@ -8,8 +8,6 @@ the four phases is its own turn after the answer (the loop running the answered 
 
 from __future__ import annotations
 
-import contextlib
-import socket
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -68,21 +66,17 @@ class Waits:
                     appends_s = sample.value
         return Waits(writes, tuple(phases[phase] for phase in LOG_PHASES), appends, appends_s)
 
-    def plus(self, other: Waits) -> Waits:
+    def plus(self, other: Waits, sign: float = 1.0) -> Waits:
+        """Each counter of `other` added (`sign` -1: taken away, `since`)."""
         return Waits(
-            self.writes + other.writes,
-            tuple(a + b for a, b in zip(self.phases, other.phases, strict=True)),
-            self.appends + other.appends,
-            self.appends_s + other.appends_s,
+            self.writes + sign * other.writes,
+            tuple(a + sign * b for a, b in zip(self.phases, other.phases, strict=True)),
+            self.appends + sign * other.appends,
+            self.appends_s + sign * other.appends_s,
         )
 
     def since(self, before: Waits) -> Waits:
-        return Waits(
-            self.writes - before.writes,
-            tuple(a - b for a, b in zip(self.phases, before.phases, strict=True)),
-            self.appends - before.appends,
-            self.appends_s - before.appends_s,
-        )
+        return self.plus(before, -1.0)
 
     def words(self) -> str | None:
         """A write's wait on average, phase by phase; None when nothing durable was written."""
@@ -99,18 +93,3 @@ class Waits:
             )
         return line
 
-
-def free_ports(count: int, host: str = "127.0.0.1") -> int:
-    """The first of `count` consecutive ports free on `host` now (a gateway's /metrics and its workers' after it)."""
-    for _ in range(50):
-        with contextlib.ExitStack() as held:
-            first = held.enter_context(socket.socket())
-            first.bind((host, 0))
-            base = int(first.getsockname()[1])
-            try:
-                for offset in range(1, count):
-                    held.enter_context(socket.socket()).bind((host, base + offset))
-            except OSError:
-                continue
-            return base
-    raise OSError(f"no {count} consecutive free ports on {host}")

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tablehall.bench_commits import free_ports
+from tablehall.ports import free_ports
 from tablehall.processes import children, stat_fields
 from workers.sql.writer_fork import FORK_SERVER_NAME, WRITER_NAME
 

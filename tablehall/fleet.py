@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from tablehall.ports import free_port
 from workers.leases import LeaseTable, targets
 from workers.partitions import PARTITIONS
 from workers.settings import lease_ms
@@ -26,12 +26,6 @@ from workers.sql.leases import Board
 START_S = 60.0
 SETTLE_S = 60.0
 """Bounds on a role starting and on the lease table settling (a 2-core machine under load)."""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def unix_ms() -> int:

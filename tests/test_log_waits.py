@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import REGISTRY, generate_latest
 
-from tablehall.bench_commits import Waits, free_ports
+from tablehall.bench_commits import Waits
 from tests.durability import DB_BACKENDS, database
 from workers.metrics import LOG_PHASES
 from workers.sql import SqlStorage
@@ -122,11 +122,3 @@ def test_the_bench_reads_the_waits_back_from_an_exposition_and_says_them() -> No
                          "after the answer")  # fmt: skip
     assert Waits(1, (0.0,) * 4).plus(Waits(2, (1.0,) * 4)) == Waits(3, (1.0,) * 4)
 
-
-def test_free_ports_are_consecutive_and_free() -> None:
-    import socket
-
-    base = free_ports(3)
-    for port in range(base, base + 3):
-        with socket.socket() as taken:
-            taken.bind(("127.0.0.1", port))
