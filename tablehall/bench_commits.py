@@ -92,4 +92,3 @@ class Waits:
                 f"{max(0.0, waited - sum(each)):.2f} ms its turn after the answer"
             )
         return line
-

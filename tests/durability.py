@@ -26,7 +26,7 @@ import pytest
 from sqlalchemy import create_engine, select
 
 from protos.tablehall.v1 import host_pb2, host_pb2_grpc
-from tests.ports import free_port, free_ports
+from tablehall.ports import free_port, free_ports
 from tests.processes import stop_process
 from workers.errors import ERROR_CODE_KEY
 from workers.games.catalog import game_named

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.ports import free_ports
+from tablehall.ports import free_ports
 from tests.processes import stop_process
 
 REPO = Path(__file__).resolve().parents[1]

@@ -33,8 +33,8 @@ from protos.tablehall.v1 import matches_pb2, matches_pb2_grpc
 from ratings.models import rated_matches, rating_history
 from tablehall.bots import is_over, run_bot
 from tablehall.client import Client, CreatedMatch
+from tablehall.ports import free_port, free_ports
 from tests.durability import Db, Proc, normal, run
-from tests.ports import free_port, free_ports
 from tests.storage_backends import postgres_database
 from workers.partitions import partition_of
 from workers.sql import models

@@ -18,8 +18,8 @@ import pytest
 
 from protos.tablehall.v1 import host_pb2
 from tablehall.client import Client, CreatedMatch, TablehallError, action_message
+from tablehall.ports import free_ports
 from tests.durability import DB_BACKENDS, Db, Internal, Refusal, cluster, normal, pg_or_sqlite, run, unix_ms
-from tests.ports import free_ports
 from workers.partitions import owner_of, partition_of
 
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE

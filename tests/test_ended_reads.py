@@ -12,9 +12,9 @@ import pytest
 
 from protos.tablehall.v1 import host_pb2, matches_pb2
 from tablehall.client import Client, CreatedMatch
+from tablehall.ports import free_port
 from tests.durability import DB_BACKENDS, Internal, Proc, database, run
 from tests.leased import fleet
-from tests.ports import free_port
 from workers.partitions import partition_of
 
 Reads = dict[str, bytes]

@@ -11,7 +11,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from gateway.routes import DOWN_AFTER, LeasedRoutes
-from tests.ports import free_port
+from tablehall.ports import free_port
 from workers.actor import unix_ms
 from workers.leases import MemberState
 from workers.storage import MemoryStorage

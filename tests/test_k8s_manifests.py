@@ -23,6 +23,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from gateway.server import MATCHES
 from tablehall.client import Client
+from tablehall.ports import free_port
 from tests.k8s_support import (
     K8S,
     OVERLAYS,
@@ -42,7 +43,6 @@ from tests.k8s_support import (
     workloads,
 )
 from tests.metrics_support import binary
-from tests.ports import free_port
 from tests.processes import stop_process
 from workers.partitions import PARTITIONS
 from workers.sql.leases import Board

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
+from tablehall.ports import free_port
 from tests.metrics_support import samples, until, value
-from tests.ports import free_port
 from tests.processes import stop_process
 from tests.test_ratings_jobs import on_this_worker
 

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from tablehall.client import Client
+from tablehall.ports import free_port
 from tests.metrics_support import MONITORING, Served, binary, exported_names, serve_with_metrics
-from tests.ports import free_port
 from tests.processes import stop_process
 
 DASHBOARD = MONITORING / "tablehall-dashboard.json"

@@ -23,7 +23,7 @@ from protos.tablehall.v1 import host_pb2, host_pb2_grpc, matches_pb2
 from ratings import rating
 from ratings.owners import in_process, over_grpc
 from ratings.sweep import sweep_once
-from tests.ports import free_port
+from tablehall.ports import free_port
 from tests.processes import stop_process
 from tests.storage_backends import backend_for
 from tests.test_ratings_db import F501_FAST, counts, create, hosted, new_id, play_out, run, token

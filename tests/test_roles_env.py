@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 from tablehall.client import Client
+from tablehall.ports import free_port, free_ports
 from tests.durability import Proc, run
-from tests.ports import free_port, free_ports
 from workers.partitions import owner_of
 
 WORKERS = 2

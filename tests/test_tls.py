@@ -27,8 +27,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from gateway.tls import ServerTls
 from tablehall.bots import run_bot
 from tablehall.client import Client, TablehallError, Tls
+from tablehall.ports import free_port
 from tablehall.tls_args import client_tls
-from tests.ports import free_port
 from tests.processes import stop_process
 from tests.test_play_cli import ones, run_cli
 

@@ -19,7 +19,7 @@ from gateway.workers import GrpcWorker, Router
 from protos.tablehall.v1 import matches_pb2, tournaments_pb2, tournaments_pb2_grpc
 from tablehall.client import Client
 from tablehall.entrant import play_tournament
-from tests.ports import free_port
+from tablehall.ports import free_port
 from tests.storage_backends import postgres_database
 from tests.test_ratings_jobs import emptied, spawn, stop, wait_for
 from workers.sql.migrate import engine_for

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from tablehall.processes import children
 from tests.batch_writer import heard
@@ -146,12 +147,18 @@ def test_an_op_given_up_before_it_left_is_never_written(tmp_path: Path, monkeypa
         _with_one_match(url, monkeypatch, body)
 
 
+def _writes() -> float:
+    return REGISTRY.get_sample_value("tablehall_event_log_writes_total") or 0.0
+
+
 def test_an_op_given_up_after_it_left_is_committed_and_the_writer_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As any write whose answer was lost: the caller that gave up does not know, the log does."""
+    """As any write whose answer was lost: the caller that gave up does not know, the log does (and the write's
+    wait is counted once, as the next one's)."""
 
     async def body(storage: SqlStorage, writer: ProcessCommitter, epoch: int) -> None:
+        writes = _writes()
         given_up = _appending(storage, epoch, 1)
         await _sent(writer)
         given_up.cancel()
@@ -159,6 +166,7 @@ def test_an_op_given_up_after_it_left_is_committed_and_the_writer_goes_on(
         await _appending(storage, epoch, 2)
         assert [e.seq for e in await storage.log("m")] == [1, 2]
         assert not writer._waiting and writer._child is not None
+        assert _writes() - writes == 2
 
     with database("sqlite", tmp_path) as url:
         _with_one_match(url, monkeypatch, body)

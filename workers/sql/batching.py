@@ -84,7 +84,7 @@ class Stats:
 _STOP = object()
 
 
-def _settle(ops: Sequence[Op], outcomes: Sequence[object]) -> None:
+def settle(ops: Sequence[Op], outcomes: Sequence[object]) -> None:
     """On the ops' loop: hand each waiting caller its op's outcome (a caller that gave up is skipped)."""
     for op, outcome in zip(ops, outcomes, strict=True):
         if op.future.done():
@@ -229,7 +229,7 @@ class GroupCommitter:
         """On the side's loop: the batch's callers hear of it; what gathered meanwhile goes next."""
         side.busy = False
         waited(ops, began, ended, time.monotonic())
-        _settle(ops, results)
+        settle(ops, results)
         if not side.pending:
             return
         if self.linger_s > 0:  # under load: what comes in the next moments joins them

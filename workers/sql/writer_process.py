@@ -42,7 +42,7 @@ import time
 from typing import Any, Protocol
 
 from workers.sql import writer_fork
-from workers.sql.batching import Op, Stats, waited
+from workers.sql.batching import Op, Stats, settle, waited
 
 log = logging.getLogger(__name__)
 
@@ -250,19 +250,14 @@ class ProcessCommitter:
             self.stats.batches += 1
             self.stats.ops += size
             self.stats.largest = max(self.stats.largest, size)
-            ops = []
+            ops, found = [], []
             for number, outcome in outcomes:
                 op = self._waiting.pop(number, None)
-                if op is None:
-                    continue
-                ops.append(op)
-                if op.future.done():
-                    continue
-                if isinstance(outcome, BaseException):
-                    op.future.set_exception(outcome)
-                else:
-                    op.future.set_result(outcome)
+                if op is not None:  # else failed already (`_gone`)
+                    ops.append(op)
+                    found.append(outcome)
             waited(ops, began, ended, answered)
+            settle(ops, found)
         if self._outbox and not self._waiting:
             self._flush()
 
